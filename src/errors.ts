@@ -1,0 +1,36 @@
+/**
+ * Every failure the package reports is a KernelError with a stable `code`. Messages name
+ * the input or attribute, what was expected and what was given.
+ */
+export const ERROR_CODES = [
+  'UNKNOWN_OP', // opType not in the registry
+  'MISSING_INPUT', // a required input slot is null / undefined
+  'INVALID_DTYPE', // a dtype that the operator (or the package) does not take here
+  'INVALID_SHAPE', // rank or dimension mismatch, data length ≠ shape
+  'INVALID_VALUE', // an index, length or scalar out of its allowed range
+  'INVALID_ATTRIBUTE', // unknown attribute name, wrong type or unknown value
+  'INVALID_ARGUMENT', // misuse of the API itself (bad options, foreign tensors …)
+  'ALIASING', // an output overlaps an input or another output
+  'DISPOSED', // a disposed tensor or instance was used
+  'OUT_OF_MEMORY', // the arena cannot grow within maximumMemory
+] as const;
+
+export type KernelErrorCode = (typeof ERROR_CODES)[number];
+
+export class KernelError extends Error {
+  readonly code: KernelErrorCode;
+  constructor(code: KernelErrorCode, message: string) {
+    super(`${code}: ${message}`);
+    this.name = 'KernelError';
+    this.code = code;
+  }
+}
+
+/** Formats a value for an error message: shapes as [a,b], strings quoted. */
+export function show(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(show).join(',')}]`;
+  if (typeof v === 'string') return JSON.stringify(v);
+  if (typeof v === 'bigint') return `${v}`;
+  if (ArrayBuffer.isView(v)) return `${v.constructor.name}(${(v as unknown as ArrayLike<unknown>).length})`;
+  return String(v);
+}

@@ -1,0 +1,6 @@
+/** Public exports shared by every runtime entry. */
+export { Kernels, type InitOptions, type Stats, type RunOptions, type BuildName, type WasmSource } from './kernels.js';
+export { KernelError, ERROR_CODES, type KernelErrorCode } from './errors.js';
+export { Tensor, type PlainTensor, type TensorLike } from './tensor.js';
+export { DTYPES, DTYPE_NAMES, type DType, type DTypeInfo } from './dtypes.js';
+export { OPS } from './ops/index.js';

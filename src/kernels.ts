@@ -1,0 +1,371 @@
+/**
+ * The Kernels object: one wasm instance, its linear memory, the arena over it, and the
+ * public API (tensor, run, stats, dispose). Runtime entries (src/entries/) only differ in
+ * how they obtain the compiled module; everything here is runtime-neutral.
+ */
+import { type DType, dtypeInfo } from './dtypes.js';
+import { KernelError, show } from './errors.js';
+import { Arena } from './memory.js';
+import { OPS } from './ops/index.js';
+import type { AttrSpec, AttrValue, Attrs, KernelExports, OpContext, OpDef, OutputRequest, OutputSpec } from './ops/registry.js';
+import { type PlainTensor, type TensorLike, type TensorOwner, Tensor, checkShape, copyBackInto, plainMeta, shapeSize, toDataArray } from './tensor.js';
+import type { TypedData } from './dtypes.js';
+
+const PAGE = 65536;
+const DEFAULT_MAX = 1 << 30;
+const MAX_WASM32 = 65536 * PAGE;
+
+export type BuildName = 'simd' | 'scalar' | 'relaxed';
+
+/** Ways of handing the package its wasm. */
+export type WasmSource = BufferSource | WebAssembly.Module | Response | PromiseLike<Response> | URL | string;
+
+export interface InitOptions {
+  /** Initial linear memory in bytes (rounded up to 64 KiB pages). Default 1 MiB. */
+  initialMemory?: number;
+  /** The arena never grows the memory beyond this many bytes. Default 1 GiB. */
+  maximumMemory?: number;
+  /** Which build to run; default: the best one the engine accepts. */
+  build?: BuildName;
+  /** Supply the wasm yourself instead of the entry's default. */
+  wasm?: WasmSource;
+}
+
+export interface Stats {
+  /** Bytes held by live tensors (allocation padding included; scratch excluded). */
+  bytesInUse: number;
+  /** Live tensors created by this instance. */
+  tensorsLive: number;
+  /** Current size of the linear memory. */
+  memoryBytes: number;
+  /** Largest size the linear memory reached. */
+  peakMemoryBytes: number;
+  /** Bytes of the instance's reusable scratch area. */
+  scratchBytes: number;
+  /** Free bytes inside the memory, and the largest contiguous free block. */
+  freeBytes: number;
+  largestFreeBlock: number;
+  /** The build that is running. */
+  build: BuildName;
+}
+
+export interface RunOptions {
+  /** One entry per output slot: a tensor to fill, true to allocate, null to skip. */
+  outputs?: readonly OutputRequest[];
+}
+
+type Input = TensorLike | null | undefined;
+
+export class Kernels implements TensorOwner, OpContext {
+  readonly memory: WebAssembly.Memory;
+  readonly exports: KernelExports;
+  readonly build: BuildName;
+  private arena: Arena;
+  private live = new Set<Tensor>();
+  private tensorBytes = 0;
+  private scratchPtr = 0;
+  private scratchSize = 0;
+  private alive = true;
+
+  /** @internal — use init(). */
+  constructor(instance: WebAssembly.Instance, memory: WebAssembly.Memory, maxBytes: number, build: BuildName) {
+    this.memory = memory;
+    this.exports = instance.exports as unknown as KernelExports;
+    this.build = build;
+    const base = this.exports.heapBase() >>> 0;
+    this.arena = new Arena(memory, base, maxBytes);
+    this.scratch(4096);
+  }
+
+  /** Allocates a tensor in linear memory; zero-filled unless `data` is given. */
+  tensor(dtype: DType | string | number, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor {
+    this.assertAlive();
+    const info = dtypeInfo(dtype, 'tensor dtype');
+    const dims = checkShape(shape, 'tensor shape');
+    const count = shapeSize(dims);
+    const values = data === undefined ? null : toDataArray(info, count, data, 'tensor');
+    const t = this.alloc(info.name, dims, values as string[] | null);
+    if (values !== null && info.kind !== 'string') {
+      (t.data as Float64Array).set(values as unknown as Float64Array);
+    }
+    return t;
+  }
+
+  /** Runs an operator (see the registry in the README). */
+  run(opType: string, inputs: readonly Input[], attributes: Record<string, unknown> = {}, options: RunOptions = {}): (Tensor | PlainTensor | null)[] {
+    this.assertAlive();
+    const op = OPS.get(opType);
+    if (!op) throw new KernelError('UNKNOWN_OP', `opType: expected one of ${[...OPS.keys()].join(', ')}, got ${show(opType)}`);
+    if (!Array.isArray(inputs)) throw new KernelError('INVALID_ARGUMENT', `${opType} inputs: expected an array, got ${show(inputs)}`);
+    if (inputs.length > op.inputs.length) {
+      throw new KernelError('INVALID_ARGUMENT', `${opType} inputs: expected at most ${op.inputs.length} (${op.inputs.map((s) => s.name).join(', ')}), got ${inputs.length}`);
+    }
+    const attrs = normalizeAttributes(op, attributes);
+    const requests = normalizeRequests(op, options);
+    const temps: Tensor[] = [];
+    try {
+      const ts = op.inputs.map((slot, i) => {
+        const x = inputs[i];
+        if (x === null || x === undefined) {
+          if (!slot.optional) throw new KernelError('MISSING_INPUT', `${opType}: input ${i} (${slot.name}) is required`);
+          return null;
+        }
+        return this.asTensor(x, `${opType} input ${slot.name}`, temps);
+      });
+      if (op.inPlace !== undefined) {
+        const r = requests[0];
+        if (r !== undefined && r !== true && r !== ts[op.inPlace]) {
+          throw new KernelError('INVALID_ARGUMENT', `${opType} outputs[0]: the operator updates ${op.inputs[op.inPlace].name} in place; pass that tensor or leave the slot empty`);
+        }
+      }
+      const out = op.run(this, ts, attrs, requests);
+      const result: (Tensor | PlainTensor | null)[] = out;
+      if (op.inPlace !== undefined) {
+        const src = inputs[op.inPlace];
+        if (!(src instanceof Tensor)) {
+          copyBackInto((src as PlainTensor).data, ts[op.inPlace]!.data);
+          result[0] = src as PlainTensor;
+        }
+      }
+      return result;
+    } finally {
+      for (const t of temps) t.dispose();
+    }
+  }
+
+  stats(): Stats {
+    this.assertAlive();
+    const a = this.arena.stats();
+    return {
+      bytesInUse: this.tensorBytes,
+      tensorsLive: this.live.size,
+      memoryBytes: a.memoryBytes,
+      peakMemoryBytes: a.peakMemoryBytes,
+      scratchBytes: this.scratchSize,
+      freeBytes: a.freeBytes,
+      largestFreeBlock: a.largestFree,
+      build: this.build,
+    };
+  }
+
+  /** Releases every tensor and the instance; later calls throw DISPOSED. */
+  dispose(): void {
+    if (!this.alive) return;
+    for (const t of [...this.live]) t.dispose();
+    this.alive = false;
+  }
+
+  get disposed(): boolean {
+    return !this.alive;
+  }
+
+  // ---- services for operators (OpContext) ----------------------------------------
+
+  scratch(bytes: number): number {
+    if (bytes > this.scratchSize) {
+      const size = Math.max(bytes, this.scratchSize * 2);
+      const ptr = this.arena.alloc(size);
+      if (this.scratchSize > 0) this.arena.free(this.scratchPtr);
+      this.scratchPtr = ptr;
+      this.scratchSize = size;
+    }
+    return this.scratchPtr;
+  }
+
+  prepareOutputs(
+    opName: string,
+    specs: readonly (OutputSpec | null)[],
+    requests: readonly OutputRequest[],
+    defaults: readonly boolean[],
+    inputs: readonly (Tensor | null)[],
+  ): (Tensor | null)[] {
+    const given: (Tensor | null)[] = [];
+    for (let i = 0; i < specs.length; i++) {
+      const r = requests[i];
+      const spec = specs[i];
+      if (r instanceof Tensor) {
+        if (spec === null) throw new KernelError('INVALID_ARGUMENT', `${opName} outputs[${i}]: this output is not produced for these inputs`);
+        this.checkOwn(r, `${opName} outputs[${i}]`);
+        if (r.dtype !== spec.dtype || !sameShape(r.shape, spec.shape)) {
+          throw new KernelError('INVALID_SHAPE', `${opName} outputs[${i}]: expected ${spec.dtype}${show([...spec.shape])}, got ${r.dtype}${show([...r.shape])}`);
+        }
+        for (const x of inputs) {
+          if (x && overlaps(x, r)) throw new KernelError('ALIASING', `${opName} outputs[${i}]: overlaps an input`);
+        }
+        for (const g of given) {
+          if (g && overlaps(g, r)) throw new KernelError('ALIASING', `${opName} outputs[${i}]: overlaps another output`);
+        }
+        given.push(r);
+      } else {
+        given.push(null);
+      }
+    }
+    const out: (Tensor | null)[] = [];
+    try {
+      for (let i = 0; i < specs.length; i++) {
+        const r = requests[i];
+        const spec = specs[i];
+        if (given[i]) out.push(given[i]);
+        else if (spec !== null && (r === true || (r === undefined && defaults[i]))) out.push(this.alloc(spec.dtype, spec.shape, null));
+        else out.push(null);
+      }
+    } catch (e) {
+      for (let i = 0; i < out.length; i++) if (out[i] && !given[i]) out[i]!.dispose();
+      throw e;
+    }
+    return out;
+  }
+
+  /** @internal */
+  releaseTensor(t: Tensor): void {
+    if (!this.live.delete(t)) return;
+    if (t.byteOffset >= 0) {
+      this.tensorBytes -= this.arena.sizeOf(t.byteOffset) ?? 0;
+      this.arena.free(t.byteOffset);
+    }
+  }
+
+  // ---- internals -------------------------------------------------------------------
+
+  private alloc(dtype: DType, shape: readonly number[], strings: string[] | null): Tensor {
+    const info = dtypeInfo(dtype);
+    let t: Tensor;
+    if (info.kind === 'string') {
+      t = new Tensor(this, info, shape, -1, strings ?? new Array<string>(shapeSize(shape)).fill(''));
+    } else {
+      const count = shapeSize(shape);
+      const bytes = Math.ceil((count * info.bits) / 8);
+      if (bytes > MAX_WASM32) throw new KernelError('OUT_OF_MEMORY', `tensor ${dtype}${show([...shape])} needs ${bytes} bytes, more than a 32-bit memory holds`);
+      const ptr = this.arena.alloc(bytes);
+      this.tensorBytes += this.arena.sizeOf(ptr)!;
+      t = new Tensor(this, info, shape, ptr);
+      if (bytes > 0) new Uint8Array(this.memory.buffer, ptr, bytes).fill(0);
+    }
+    this.live.add(t);
+    return t;
+  }
+
+  private checkOwn(t: Tensor, what: string): void {
+    t.assertAlive(what);
+    if (t.owner !== this) throw new KernelError('INVALID_ARGUMENT', `${what}: the tensor belongs to another instance`);
+  }
+
+  private asTensor(x: TensorLike, what: string, temps: Tensor[]): Tensor {
+    if (x instanceof Tensor) {
+      this.checkOwn(x, what);
+      return x;
+    }
+    const { info, shape } = plainMeta(x, what);
+    const data = toDataArray(info, shapeSize(shape), x.data, what);
+    const t = this.alloc(info.name, shape, info.kind === 'string' ? (data as string[]).slice() : null);
+    temps.push(t);
+    if (info.kind !== 'string') (t.data as TypedData as Float64Array).set(data as unknown as Float64Array);
+    return t;
+  }
+
+  private assertAlive(): void {
+    if (!this.alive) throw new KernelError('DISPOSED', 'this Kernels instance was disposed');
+  }
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+function overlaps(a: Tensor, b: Tensor): boolean {
+  if (a === b) return true;
+  if (a.byteOffset < 0 || b.byteOffset < 0) return false;
+  const aEnd = a.byteOffset + Math.max(a.byteLength, 1), bEnd = b.byteOffset + Math.max(b.byteLength, 1);
+  return a.byteOffset < bEnd && b.byteOffset < aEnd;
+}
+
+function normalizeRequests(op: OpDef, options: RunOptions): OutputRequest[] {
+  if (options === null || typeof options !== 'object') throw new KernelError('INVALID_ARGUMENT', `${op.name} options: expected an object, got ${show(options)}`);
+  const outs = options.outputs;
+  if (outs === undefined) return op.outputs.map(() => undefined);
+  if (!Array.isArray(outs) || outs.length > op.outputs.length) {
+    throw new KernelError('INVALID_ARGUMENT', `${op.name} options.outputs: expected an array of at most ${op.outputs.length} entries, got ${show(outs)}`);
+  }
+  return op.outputs.map((s, i) => {
+    const r = outs[i];
+    if (r === undefined || r === null || r === true || r instanceof Tensor) return r;
+    if (r === false) return null;
+    throw new KernelError('INVALID_ARGUMENT', `${op.name} options.outputs[${i}] (${s.name}): expected a Tensor, true or null, got ${show(r)}`);
+  });
+}
+
+function normalizeAttributes(op: OpDef, given: Record<string, unknown>): Attrs {
+  if (given === null || typeof given !== 'object') throw new KernelError('INVALID_ATTRIBUTE', `${op.name} attributes: expected an object, got ${show(given)}`);
+  const out: Record<string, AttrValue> = {};
+  for (const key of Object.keys(given)) {
+    if (!(key in op.attributes)) {
+      throw new KernelError('INVALID_ATTRIBUTE', `${op.name}: unknown attribute ${show(key)}; expected one of ${Object.keys(op.attributes).join(', ') || '(none)'}`);
+    }
+  }
+  for (const [name, spec] of Object.entries(op.attributes)) {
+    const v = given[name];
+    out[name] = v === undefined ? (spec.default as AttrValue) : coerceAttr(op.name, name, spec, v);
+  }
+  return out;
+}
+
+function coerceAttr(opName: string, name: string, spec: AttrSpec, v: unknown): AttrValue {
+  const bad = (want: string): never => {
+    throw new KernelError('INVALID_ATTRIBUTE', `${opName} attribute ${name}: expected ${want}, got ${show(v)}`);
+  };
+  let out: AttrValue;
+  switch (spec.kind) {
+    case 'int': {
+      const n = typeof v === 'bigint' ? Number(v) : typeof v === 'boolean' ? Number(v) : v;
+      if (typeof n !== 'number' || !Number.isSafeInteger(n)) bad('an integer');
+      out = n as number;
+      break;
+    }
+    case 'float': {
+      const n = typeof v === 'bigint' ? Number(v) : typeof v === 'string' && /^-?(NaN|Infinity)$/.test(v) ? Number(v) : v;
+      if (typeof n !== 'number') bad('a number');
+      out = n as number;
+      break;
+    }
+    case 'string':
+      if (typeof v !== 'string') bad('a string');
+      out = v as string;
+      break;
+    case 'dtype':
+      if (typeof v === 'bigint') out = Number(v);
+      else if (typeof v === 'number' || typeof v === 'string') out = v;
+      else bad('a dtype name or ONNX TensorProto code');
+      break;
+    case 'ints':
+    case 'floats': {
+      if (!Array.isArray(v) && !ArrayBuffer.isView(v)) bad('an array');
+      out = Array.from(v as ArrayLike<unknown>, (x) => (typeof x === 'bigint' ? Number(x) : (x as number)));
+      if (!out.every((x) => typeof x === 'number' && (spec.kind === 'floats' || Number.isSafeInteger(x)))) bad(`an array of ${spec.kind === 'ints' ? 'integers' : 'numbers'}`);
+      break;
+    }
+  }
+  if (spec.values && !spec.values.includes(out as string | number)) bad(`one of ${spec.values.map((x) => show(x)).join(', ')}`);
+  return out;
+}
+
+/** Checks init options and returns the memory to import. */
+export function createMemory(opts: InitOptions): { memory: WebAssembly.Memory; maxBytes: number } {
+  const maxBytes = opts.maximumMemory ?? DEFAULT_MAX;
+  const initBytes = opts.initialMemory ?? 1 << 20;
+  if (!Number.isFinite(maxBytes) || maxBytes < PAGE || maxBytes > MAX_WASM32) {
+    throw new KernelError('INVALID_ARGUMENT', `init maximumMemory: expected bytes in [${PAGE}, ${MAX_WASM32}], got ${show(opts.maximumMemory)}`);
+  }
+  if (!Number.isFinite(initBytes) || initBytes < 0 || initBytes > maxBytes) {
+    throw new KernelError('INVALID_ARGUMENT', `init initialMemory: expected bytes in [0, maximumMemory = ${maxBytes}], got ${show(opts.initialMemory)}`);
+  }
+  const maxPages = Math.floor(maxBytes / PAGE);
+  const initial = Math.max(1, Math.min(maxPages, Math.ceil(initBytes / PAGE)));
+  return { memory: new WebAssembly.Memory({ initial, maximum: maxPages }), maxBytes: maxPages * PAGE };
+}
+
+/** Instantiates a compiled module into a new Kernels object. */
+export async function instantiate(module: WebAssembly.Module, opts: InitOptions, build: BuildName): Promise<Kernels> {
+  const { memory, maxBytes } = createMemory(opts);
+  const instance = await WebAssembly.instantiate(module, { env: { memory } });
+  return new Kernels(instance, memory, maxBytes, build);
+}

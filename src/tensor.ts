@@ -1,0 +1,187 @@
+/**
+ * Tensor: a block of the instance's linear memory with a dtype and a shape.
+ *
+ * `data` is a typed view derived from the memory's current buffer: memory.grow detaches
+ * every view, so the view is rebuilt whenever its buffer is no longer the memory's
+ * buffer (DESIGN.md rule 3). Never keep `t.data` across a call that may allocate; read
+ * `t.data` again instead.
+ */
+import { type DType, type DTypeInfo, type TypedData, byteLengthOf, dataLengthOf, dtypeInfo } from './dtypes.js';
+import { KernelError, show } from './errors.js';
+
+/** What a tensor needs from the instance that owns it. */
+export interface TensorOwner {
+  readonly memory: WebAssembly.Memory;
+  releaseTensor(t: Tensor): void;
+}
+
+/** A tensor given by value: ours, ONNX Runtime's ({ type, dims, data }) or plain JSON. */
+export interface PlainTensor {
+  dtype?: DType | string | number;
+  type?: string;
+  shape?: readonly number[];
+  dims?: readonly number[];
+  data: ArrayLike<unknown> | Iterable<unknown>;
+}
+
+export type TensorLike = Tensor | PlainTensor;
+
+export class Tensor {
+  readonly dtype: DType;
+  readonly info: DTypeInfo;
+  readonly shape: readonly number[];
+  /** Number of elements. */
+  readonly size: number;
+  /** Bytes of storage (packed types round up); 0 for string. */
+  readonly byteLength: number;
+  /** Offset of the first byte in the linear memory; −1 for host-side string tensors. */
+  readonly byteOffset: number;
+  /** @internal */ readonly owner: TensorOwner;
+  private view: TypedData | null = null;
+  private strings: string[] | null;
+  private alive = true;
+
+  /** @internal — use ek.tensor(). */
+  constructor(owner: TensorOwner, info: DTypeInfo, shape: readonly number[], byteOffset: number, strings: string[] | null = null) {
+    this.owner = owner;
+    this.info = info;
+    this.dtype = info.name;
+    this.shape = Object.freeze(shape.slice());
+    this.size = shapeSize(shape);
+    this.byteLength = byteLengthOf(info, this.size);
+    this.byteOffset = byteOffset;
+    this.strings = strings;
+  }
+
+  get rank(): number {
+    return this.shape.length;
+  }
+
+  get disposed(): boolean {
+    return !this.alive;
+  }
+
+  /** The live data array (see the dtype table in the README). */
+  get data(): TypedData | string[] {
+    this.assertAlive('tensor');
+    if (this.strings) return this.strings;
+    const buf = this.owner.memory.buffer;
+    if (this.view === null || this.view.buffer !== buf) {
+      const A = this.info.array!;
+      this.view = new A(buf, this.byteOffset, dataLengthOf(this.info, this.size)) as TypedData;
+    }
+    return this.view;
+  }
+
+  /** A live byte view of the storage (valid until the next call that may allocate). */
+  bytes(): Uint8Array {
+    this.assertAlive('tensor');
+    return new Uint8Array(this.owner.memory.buffer, this.byteOffset, this.byteLength);
+  }
+
+  dispose(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    this.view = null;
+    this.strings = null;
+    this.owner.releaseTensor(this);
+  }
+
+  /** @internal */
+  assertAlive(what: string): void {
+    if (!this.alive) throw new KernelError('DISPOSED', `${what}: the tensor (${this.dtype}${show(this.shape)}) was disposed`);
+  }
+}
+
+export function isTensor(x: unknown): x is Tensor {
+  return x instanceof Tensor;
+}
+
+export function shapeSize(shape: readonly number[]): number {
+  let n = 1;
+  for (const d of shape) n *= d;
+  return n;
+}
+
+/** Checks a shape: an array of non-negative safe integers. */
+export function checkShape(shape: unknown, what: string): number[] {
+  if (!Array.isArray(shape) && !ArrayBuffer.isView(shape)) {
+    throw new KernelError('INVALID_SHAPE', `${what}: expected an array of dimensions, got ${show(shape)}`);
+  }
+  const out: number[] = [];
+  for (const d of Array.from(shape as ArrayLike<unknown>)) {
+    const n = typeof d === 'bigint' ? Number(d) : d;
+    if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
+      throw new KernelError('INVALID_SHAPE', `${what}: dimensions must be non-negative integers, got ${show(Array.from(shape as ArrayLike<unknown>))}`);
+    }
+    out.push(n);
+  }
+  return out;
+}
+
+/** Normalizes the dtype and shape of a plain tensor. */
+export function plainMeta(p: PlainTensor, what: string): { info: DTypeInfo; shape: number[] } {
+  if (p === null || typeof p !== 'object' || !('data' in p)) {
+    throw new KernelError('INVALID_ARGUMENT', `${what}: expected a Tensor or { dtype, shape, data }, got ${show(p)}`);
+  }
+  const info = dtypeInfo(p.dtype ?? p.type, `${what}.dtype`);
+  const shape = checkShape(p.shape ?? p.dims, `${what}.shape`);
+  return { info, shape };
+}
+
+/**
+ * Converts user data into the dtype's data-array form, checking its length.
+ * Accepts the dtype's typed array (or any typed array of the right length), ordinary
+ * arrays of numbers / booleans, bigints or decimal strings for 64-bit integers, and
+ * "NaN" / "Infinity" / "-Infinity" strings for floats.
+ */
+export function toDataArray(info: DTypeInfo, count: number, data: unknown, what: string): TypedData | string[] {
+  const want = dataLengthOf(info, count);
+  const arr = (ArrayBuffer.isView(data) ? data : Array.isArray(data) ? data : data != null && typeof (data as Iterable<unknown>)[Symbol.iterator] === 'function' ? Array.from(data as Iterable<unknown>) : null) as ArrayLike<unknown> | null;
+  if (arr === null) throw new KernelError('INVALID_ARGUMENT', `${what}.data: expected an array or typed array, got ${show(data)}`);
+  if (arr.length !== want) {
+    throw new KernelError('INVALID_SHAPE', `${what}.data: expected ${want} values for ${info.name} with ${count} elements, got ${arr.length}`);
+  }
+  if (info.kind === 'string') {
+    return Array.from(arr, (v) => String(v));
+  }
+  const A = info.array!;
+  if (arr instanceof A) return arr as TypedData;
+  const out = new A(want) as TypedData;
+  if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
+    for (let i = 0; i < want; i++) {
+      const v = arr[i];
+      try {
+        (out as BigInt64Array)[i] = typeof v === 'bigint' ? v : BigInt(v as string | number | boolean);
+      } catch {
+        throw new KernelError('INVALID_VALUE', `${what}.data[${i}]: expected an integer for ${info.name}, got ${show(v)}`);
+      }
+    }
+  } else if (ArrayBuffer.isView(arr) && !(arr instanceof BigInt64Array || arr instanceof BigUint64Array)) {
+    (out as Float64Array).set(arr as unknown as Float64Array);
+  } else {
+    for (let i = 0; i < want; i++) {
+      const v = arr[i];
+      (out as Float64Array)[i] = typeof v === 'number' ? v : Number(v as string);
+    }
+  }
+  return out;
+}
+
+/** Writes a data array back into a plain tensor's own `data` (in-place ops on plain inputs). */
+export function copyBackInto(target: unknown, src: TypedData | string[]): void {
+  const t = target as { [i: number]: unknown; length: number };
+  if (ArrayBuffer.isView(t) && ArrayBuffer.isView(src) && (t as unknown as TypedData).constructor === src.constructor) {
+    (t as unknown as Float64Array).set(src as unknown as Float64Array);
+    return;
+  }
+  for (let i = 0; i < src.length; i++) {
+    const v = (src as ArrayLike<unknown>)[i];
+    const old = t[i];
+    if (typeof old === 'string' && typeof v !== 'string') t[i] = String(v);
+    else if (typeof old === 'boolean') t[i] = Boolean(v);
+    else if (ArrayBuffer.isView(t) && !(t instanceof BigInt64Array || t instanceof BigUint64Array) && typeof v === 'bigint') t[i] = Number(v);
+    else if ((t instanceof BigInt64Array || t instanceof BigUint64Array) && typeof v !== 'bigint') t[i] = BigInt(v as number);
+    else t[i] = v;
+  }
+}
