@@ -42,8 +42,16 @@ for (const [name, entry] of Object.entries(entries)) {
 // 3. declarations
 const typesTmp = join(root, `.types-${process.pid}`);
 run(bin('tsc'), ['-p', 'tsconfig.json', '--emitDeclarationOnly', '--declaration', '--outDir', typesTmp]);
-rmSync(join(dist, 'types'), { recursive: true, force: true });
-renameSync(typesTmp, join(dist, 'types'));
+for (let attempt = 0; ; attempt++) {
+  // Two builds racing (several people in one work tree) may both try to swap the folder.
+  try {
+    rmSync(join(dist, 'types'), { recursive: true, force: true });
+    renameSync(typesTmp, join(dist, 'types'));
+    break;
+  } catch (e) {
+    if (attempt >= 5) throw e;
+  }
+}
 writeFileSync(join(dist, 'index.d.ts'), "export * from './types/entries/node.js';\n");
 
 for (const b of builds) console.log(`${b.file}: ${statSync(join(dist, b.file)).size} bytes`);
