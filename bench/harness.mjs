@@ -1,0 +1,90 @@
+// The benchmark harness: timing, JSON lines, peers. Each bench/<family>.bench.mjs gets an
+// `h` object (see README, "Benchmarks"). Every case is measured against its peers in the
+// same process and run, so ratios are meaningful on a shared, noisy machine.
+import { createRequire } from 'node:module';
+import { onnxModel } from './onnx.mjs';
+
+const require = createRequire(import.meta.url);
+
+/** Runs fn (sync or async) repeatedly: 3 warm-up calls, then until minMs or maxRuns. Times in ms. */
+export async function time(fn, { minMs = 300, maxRuns = 200, minRuns = 5 } = {}) {
+  for (let i = 0; i < 3; i++) await fn();
+  const samples = [];
+  const start = performance.now();
+  while (samples.length < minRuns || (samples.length < maxRuns && performance.now() - start < minMs)) {
+    const t0 = performance.now();
+    await fn();
+    samples.push(performance.now() - t0);
+  }
+  samples.sort((a, b) => a - b);
+  const q = (p) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))];
+  return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: samples.length };
+}
+
+/** The bandwidth limit: TypedArray.prototype.set of `bytes` bytes (read + written = 2·bytes of traffic). */
+export async function memcpy(bytes, opts) {
+  const src = new Uint8Array(bytes).fill(1);
+  const dst = new Uint8Array(bytes);
+  return time(() => dst.set(src), opts);
+}
+
+const ORT_TYPES = { float32: Float32Array, int64: BigInt64Array, int32: Int32Array, uint8: Uint8Array, int8: Int8Array, float16: Uint16Array, bool: Uint8Array, float64: Float64Array };
+
+async function loadOrt(kind) {
+  try {
+    const ort = kind === 'web' ? await import('onnxruntime-web') : require('onnxruntime-node');
+    if (kind === 'web') {
+      ort.env.wasm.numThreads = 1;
+      ort.env.wasm.proxy = false;
+      ort.env.logLevel = 'error';
+    }
+    return {
+      ort,
+      async session(model) {
+        const opts = kind === 'web'
+          ? { executionProviders: ['wasm'], graphOptimizationLevel: 'all', logSeverityLevel: 3 }
+          : { executionProviders: ['cpu'], intraOpNumThreads: 1, interOpNumThreads: 1, graphOptimizationLevel: 'all', logSeverityLevel: 3 };
+        const s = await ort.InferenceSession.create(model, opts);
+        return {
+          raw: s,
+          /** feeds: { name: { dtype, shape, data } } → ORT tensors once; returns a runner. */
+          prepare(feeds) {
+            const f = {};
+            for (const [k, v] of Object.entries(feeds)) {
+              const A = ORT_TYPES[v.dtype];
+              const data = v.data instanceof A ? v.data : A.from(v.data);
+              f[k] = new ort.Tensor(v.dtype, data, v.shape);
+            }
+            return () => s.run(f);
+          },
+          run(feeds) { return this.prepare(feeds)(); },
+        };
+      },
+    };
+  } catch (e) {
+    console.error(`# peer onnxruntime-${kind} unavailable: ${e.message.split('\n')[0]} (run: npm run bench:install)`);
+    return null;
+  }
+}
+
+export async function makeHarness(ek, rows) {
+  const [web, node] = await Promise.all([loadOrt('web'), loadOrt('node')]);
+  return {
+    ek,
+    time,
+    memcpy,
+    onnxModel,
+    ort: { web, node },
+    emit({ suite, case: name, impl, stats, bytes, flops, note }) {
+      const row = {
+        suite, case: name, impl,
+        median_ms: +stats.median.toFixed(4), p10_ms: +stats.p10.toFixed(4), p90_ms: +stats.p90.toFixed(4), runs: stats.runs,
+      };
+      if (bytes !== undefined) { row.bytes = bytes; row.gbps = +(bytes / stats.median / 1e6).toFixed(3); }
+      if (flops !== undefined) { row.flops = flops; row.gflops = +(flops / stats.median / 1e6).toFixed(3); }
+      if (note) row.note = note;
+      rows.push(row);
+      console.log(JSON.stringify(row));
+    },
+  };
+}
