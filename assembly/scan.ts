@@ -1,2 +1,503 @@
-// (placeholder: this family's kernels land with its issue)
-export {};
+// Cumulative kernels: inclusive / exclusive scans with add, mul, max, min, logaddexp;
+// CumSum for int64 and float16 / bfloat16; the linear recurrence h_t = a_t * h_{t-1} + b_t.
+//
+// Layout. The host folds a tensor of shape (D0 … Dk) scanned along axis `dim` into
+// (O, N, I): O = product of the dims before `dim`, N = the scanned length, I = product
+// of the dims after `dim` (row-major, element (o, t, i) at index (o·N + t)·I + i).
+// `init` / `last` / `h0` are (O, I): one carry per independent lane.
+//
+// Two shapes of loop:
+//   - I > 1 ("lanes"): the I lanes of one step are contiguous, so each step is one
+//     elementwise row operation out[t] = op(out[t−1], x[t]) over I elements, vectorized
+//     across lanes. The operation order per lane is exactly the sequential one, so the
+//     result is bit-identical to a step-by-step scan.
+//   - I = 1 ("innermost"): each lane is one contiguous run; it is scanned 4 (or 2)
+//     elements per v128 with an in-register prefix scan (log2(L) shift+op steps) plus a
+//     broadcast carry. Floating add/mul are therefore re-associated inside each
+//     4-element block (max / min / integer ops stay exact).
+//
+// Operations (op): 0 add, 1 mul, 2 max, 3 min, 4 logaddexp (floats only).
+// flags: bit 0 reverse (scan from t = N−1 down to 0), bit 1 exclusive (out[t] = carry
+// before x[t]).
+// init = 0 means "no init": the carry starts at the operation's identity
+// (−0.0 for float add, so that −0 + x == x bit-exactly; 1; −Inf / INT_MIN; +Inf / INT_MAX;
+// −Inf for logaddexp). last = 0 means "do not write the final carry".
+// max / min follow wasm f32.max / f32.min = IEEE 754-2019 maximum / minimum (NaN
+// propagates, −0 < +0), the same as JS Math.max / Math.min.
+//
+// Preconditions (the host checks them): x and y are distinct, non-overlapping buffers
+// of O·N·I elements; init / last are O·I elements and do not overlap y; O, N, I ≥ 0.
+// The kernels read and write only inside those buffers (output tails are scalar).
+
+const ADD: i32 = 0;
+const MUL: i32 = 1;
+const MAX: i32 = 2;
+const MIN: i32 = 3;
+const LAE: i32 = 4;
+
+const LN2: f64 = 0.6931471805599453;
+
+// ---- scalar operations -----------------------------------------------------------
+
+/** logaddexp(a, b) = max + log1p(exp(−|a − b|)); a == b (including ±Inf) gives a + ln 2. */
+@inline function laeF64(a: f64, b: f64): f64 {
+  if (a == b) return a + LN2;
+  const m = max<f64>(a, b);
+  return m + Math.log1p(Math.exp(-Math.abs(a - b)));
+}
+
+@inline function sop<T>(op: i32, a: T, b: T): T {
+  if (op == ADD) return a + b;
+  if (op == MUL) return a * b;
+  if (op == MAX) return max<T>(a, b);
+  if (op == MIN) return min<T>(a, b);
+  if (isFloat<T>()) {
+    return <T>laeF64(<f64>a, <f64>b);
+  } else {
+    return a;
+  }
+}
+
+@inline function identity<T>(op: i32): T {
+  if (isFloat<T>()) {
+    if (op == ADD) return <T>(-0.0);
+    if (op == MUL) return <T>1.0;
+    if (op == MIN) return <T>Infinity;
+    return <T>(-Infinity); // MAX, LAE
+  } else {
+    if (op == MUL) return <T>1;
+    if (op == MAX) return <T>i32.MIN_VALUE;
+    if (op == MIN) return <T>i32.MAX_VALUE;
+    return <T>0;
+  }
+}
+
+// ---- vector operations -----------------------------------------------------------
+
+/** exp(d) for d ≤ 0 (NaN propagates), 4 × f32.
+ *  d = n·ln2 + r with n = nearest(d/ln2), |r| ≤ ln2/2 (ln2 split hi+lo, so r is exact to
+ *  ~2^-32); e^r by its Taylor polynomial to r^7 (truncation ≤ 0.347^8/8! ≈ 5e-9);
+ *  2^n built in the exponent field. d < −87 gives 0 (e^−87 ≈ 1.6e-38 is the last normal). */
+@inline function expNegF32x4(d: v128): v128 {
+  const dc = f32x4.max(d, f32x4.splat(-87.0));
+  const n = f32x4.nearest(f32x4.mul(dc, f32x4.splat(1.4426950408889634)));
+  let r = f32x4.sub(dc, f32x4.mul(n, f32x4.splat(0.693145751953125)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(1.428606765330187e-6)));
+  let p = f32x4.splat(1.0 / 5040.0);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 720.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 120.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 24.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 6.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(0.5));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
+  const scale = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  const e = f32x4.mul(p, scale);
+  return v128.andnot(e, f32x4.lt(d, f32x4.splat(-87.0)));
+}
+
+/** log1p(e) for e in [0, 1], 4 × f32: log1p(e) = 2·atanh(s), s = e / (2 + e) ∈ [0, 1/3],
+ *  atanh(s) = s·(1 + s²/3 + s⁴/5 + … + s¹²/13) (truncation ≤ 2·(1/3)^15/15 ≈ 1e-8,
+ *  and relative accuracy is kept for tiny e since s ≈ e/2). */
+@inline function log1pUnitF32x4(e: v128): v128 {
+  const s = f32x4.div(e, f32x4.add(e, f32x4.splat(2.0)));
+  const s2 = f32x4.mul(s, s);
+  let q = f32x4.splat(1.0 / 13.0);
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 11.0));
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 9.0));
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 7.0));
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 5.0));
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 3.0));
+  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0));
+  return f32x4.mul(f32x4.add(s, s), q);
+}
+
+/** logaddexp, 4 × f32 (see laeF64 for the special cases; NaN propagates through max). */
+@inline function laeF32x4(a: v128, b: v128): v128 {
+  const m = f32x4.max(a, b);
+  const d = f32x4.neg(f32x4.abs(f32x4.sub(a, b)));
+  const r = f32x4.add(m, log1pUnitF32x4(expNegF32x4(d)));
+  const same = f32x4.add(a, f32x4.splat(<f32>LN2));
+  return v128.bitselect(same, r, f32x4.eq(a, b));
+}
+
+/** logaddexp, 2 × f64: lane by lane with the scalar routine (libm-accurate). */
+@inline function laeF64x2(a: v128, b: v128): v128 {
+  const lo = laeF64(f64x2.extract_lane(a, 0), f64x2.extract_lane(b, 0));
+  const hi = laeF64(f64x2.extract_lane(a, 1), f64x2.extract_lane(b, 1));
+  return f64x2.replace_lane(f64x2.splat(lo), 1, hi);
+}
+
+@inline function vop<T>(op: i32, a: v128, b: v128): v128 {
+  if (op == ADD) return v128.add<T>(a, b);
+  if (op == MUL) return v128.mul<T>(a, b);
+  if (op == MAX) return v128.max<T>(a, b);
+  if (op == MIN) return v128.min<T>(a, b);
+  if (isFloat<T>()) {
+    if (sizeof<T>() == 4) {
+      return laeF32x4(a, b);
+    } else {
+      return laeF64x2(a, b);
+    }
+  } else {
+    return a;
+  }
+}
+
+/** [id, v0, v1, v2] (4 lanes) or [id, v0] (2 lanes): shift one lane towards the end. */
+@inline function shiftUp1<T>(v: v128, id: v128): v128 {
+  if (sizeof<T>() == 4) {
+    return i8x16.shuffle(id, v, 0, 1, 2, 3, 16, 17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27);
+  } else {
+    return i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23);
+  }
+}
+
+/** [v1, v2, v3, id] or [v1, id]: shift one lane towards the start. */
+@inline function shiftDown1<T>(v: v128, id: v128): v128 {
+  if (sizeof<T>() == 4) {
+    return i8x16.shuffle(v, id, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19);
+  } else {
+    return i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23);
+  }
+}
+
+@inline function bcastLast<T>(v: v128): v128 {
+  if (sizeof<T>() == 4) {
+    return i8x16.shuffle(v, v, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15, 12, 13, 14, 15);
+  } else {
+    return i8x16.shuffle(v, v, 8, 9, 10, 11, 12, 13, 14, 15, 8, 9, 10, 11, 12, 13, 14, 15);
+  }
+}
+
+@inline function bcastFirst<T>(v: v128): v128 {
+  if (sizeof<T>() == 4) {
+    return i8x16.shuffle(v, v, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3, 0, 1, 2, 3);
+  } else {
+    return i8x16.shuffle(v, v, 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3, 4, 5, 6, 7);
+  }
+}
+
+/** Inclusive prefix (forward) or suffix (reverse) scan of the lanes of one vector. */
+@inline function scanInRegister<T>(op: i32, v: v128, id: v128, rev: bool): v128 {
+  if (sizeof<T>() == 4) {
+    if (rev) {
+      v = vop<T>(op, v, shiftDown1<T>(v, id));
+      return vop<T>(op, v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
+    }
+    v = vop<T>(op, v, shiftUp1<T>(v, id));
+    return vop<T>(op, v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
+  } else {
+    if (rev) return vop<T>(op, v, shiftDown1<T>(v, id));
+    return vop<T>(op, v, shiftUp1<T>(v, id));
+  }
+}
+
+// ---- generic drivers ---------------------------------------------------------------
+
+/** dst[i] = op(a[i], b[i]) for i < n; a == 0 means a copy of b (op(identity, b) == b). */
+@inline function rowOp<T>(op: i32, dst: usize, a: usize, b: usize, n: usize): void {
+  if (a == 0) {
+    memory.copy(dst, b, n * sizeof<T>());
+    return;
+  }
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const L: usize = 16 / sizeof<T>();
+    for (; i + L <= n; i += L) {
+      const k = i * sizeof<T>();
+      v128.store(dst + k, vop<T>(op, v128.load(a + k), v128.load(b + k)));
+    }
+  }
+  for (; i < n; i++) {
+    const k = i * sizeof<T>();
+    store<T>(dst + k, sop<T>(op, load<T>(a + k), load<T>(b + k)));
+  }
+}
+
+@inline function fillRow<T>(dst: usize, v: T, n: usize): void {
+  for (let i: usize = 0; i < n; i++) store<T>(dst + i * sizeof<T>(), v);
+}
+
+/** I > 1: every step is one row operation over the I lanes. */
+@inline function scanLanes<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: usize, N: usize, I: usize, rev: bool, excl: bool): void {
+  const rowBytes = I * sizeof<T>();
+  const id = identity<T>(op);
+  for (let o: usize = 0; o < O; o++) {
+    const xb = x + o * N * rowBytes, yb = y + o * N * rowBytes;
+    const ib: usize = init == 0 ? <usize>0 : init + o * rowBytes;
+    let prevY: usize = 0, prevX: usize = 0;
+    for (let s: usize = 0; s < N; s++) {
+      const t = rev ? N - 1 - s : s;
+      const xt = xb + t * rowBytes, yt = yb + t * rowBytes;
+      if (excl) {
+        if (s == 0) {
+          if (ib != 0) memory.copy(yt, ib, rowBytes);
+          else fillRow<T>(yt, id, I);
+        } else {
+          rowOp<T>(op, yt, prevY, prevX, I);
+        }
+      } else {
+        rowOp<T>(op, yt, s == 0 ? ib : prevY, xt, I);
+      }
+      prevY = yt;
+      prevX = xt;
+    }
+    if (last != 0) {
+      const lt = last + o * rowBytes;
+      if (N == 0) {
+        if (ib != 0) memory.copy(lt, ib, rowBytes);
+        else fillRow<T>(lt, id, I);
+      } else if (excl) {
+        rowOp<T>(op, lt, prevY, prevX, I);
+      } else {
+        memory.copy(lt, prevY, rowBytes);
+      }
+    }
+  }
+}
+
+/** I = 1: each lane is a contiguous run, scanned with an in-register prefix scan. */
+@inline function scanRuns<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: usize, N: usize, rev: bool, excl: bool): void {
+  const sz = sizeof<T>();
+  const id = identity<T>(op);
+  for (let o: usize = 0; o < O; o++) {
+    const xb = x + o * N * sz, yb = y + o * N * sz;
+    let c: T = init == 0 ? id : load<T>(init + o * sz);
+    let i: usize = 0; // elements done
+    if (ASC_FEATURE_SIMD) {
+      const L: usize = 16 / sz;
+      const idv = v128.splat<T>(id);
+      let cv = v128.splat<T>(c);
+      if (!rev) {
+        for (; i + L <= N; i += L) {
+          const k = i * sz;
+          const p = scanInRegister<T>(op, v128.load(xb + k), idv, false);
+          const q = vop<T>(op, cv, p);
+          v128.store(yb + k, excl ? vop<T>(op, cv, shiftUp1<T>(p, idv)) : q);
+          cv = bcastLast<T>(q);
+        }
+      } else {
+        for (; i + L <= N; i += L) {
+          const k = (N - i - L) * sz;
+          const p = scanInRegister<T>(op, v128.load(xb + k), idv, true);
+          const q = vop<T>(op, cv, p);
+          v128.store(yb + k, excl ? vop<T>(op, cv, shiftDown1<T>(p, idv)) : q);
+          cv = bcastFirst<T>(q);
+        }
+      }
+      c = v128.extract_lane<T>(cv, 0);
+    }
+    for (; i < N; i++) {
+      const k = (rev ? N - 1 - i : i) * sz;
+      const nc = sop<T>(op, c, load<T>(xb + k));
+      store<T>(yb + k, excl ? c : nc);
+      c = nc;
+    }
+    if (last != 0) store<T>(last + o * sz, c);
+  }
+}
+
+@inline function scanAny<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
+  const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
+  if (I == 1) scanRuns<T>(op, x, y, init, last, <usize>O, <usize>N, rev, excl);
+  else if (I > 1) scanLanes<T>(op, x, y, init, last, <usize>O, <usize>N, <usize>I, rev, excl);
+}
+
+// Dispatch with a literal op per branch, so that each inlined copy folds its op tests away.
+@inline function scanOps<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
+  if (op == ADD) scanAny<T>(ADD, x, y, init, last, O, N, I, flags);
+  else if (op == MUL) scanAny<T>(MUL, x, y, init, last, O, N, I, flags);
+  else if (op == MAX) scanAny<T>(MAX, x, y, init, last, O, N, I, flags);
+  else if (op == MIN) scanAny<T>(MIN, x, y, init, last, O, N, I, flags);
+  else if (isFloat<T>()) scanAny<T>(LAE, x, y, init, last, O, N, I, flags);
+}
+
+/** Scan of float32 (O, N, I) along N: y = scan(op, init, x); last = final carry (O, I). */
+export function scanF32(x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
+  scanOps<f32>(op, x, y, init, last, O, N, I, flags);
+}
+
+/** As scanF32 for float64. */
+export function scanF64(x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
+  scanOps<f64>(op, x, y, init, last, O, N, I, flags);
+}
+
+/** As scanF32 for int32 (add and mul wrap modulo 2^32; op 4 is not available). */
+export function scanI32(x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
+  scanOps<i32>(op, x, y, init, last, O, N, I, flags);
+}
+
+/** Cumulative sum of int64 (wrapping), no init: CumSum-14 for int64. */
+export function cumsumI64(x: usize, y: usize, O: i32, N: i32, I: i32, flags: i32): void {
+  const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
+  const o_ = <usize>O, n = <usize>N, l = <usize>I;
+  if (I == 1) {
+    for (let o: usize = 0; o < o_; o++) {
+      const xb = x + o * n * 8, yb = y + o * n * 8;
+      let c: i64 = 0;
+      for (let i: usize = 0; i < n; i++) {
+        const k = (rev ? n - 1 - i : i) * 8;
+        const nc = c + load<i64>(xb + k);
+        store<i64>(yb + k, excl ? c : nc);
+        c = nc;
+      }
+    }
+    return;
+  }
+  const rowBytes = l * 8;
+  for (let o: usize = 0; o < o_; o++) {
+    const xb = x + o * n * rowBytes, yb = y + o * n * rowBytes;
+    let prevY: usize = 0, prevX: usize = 0;
+    for (let s: usize = 0; s < n; s++) {
+      const t = rev ? n - 1 - s : s;
+      const xt = xb + t * rowBytes, yt = yb + t * rowBytes;
+      let a: usize, b: usize;
+      if (excl) {
+        if (s == 0) {
+          memory.fill(yt, 0, rowBytes);
+          prevY = yt;
+          prevX = xt;
+          continue;
+        }
+        a = prevY;
+        b = prevX;
+      } else {
+        if (s == 0) {
+          memory.copy(yt, xt, rowBytes);
+          prevY = yt;
+          prevX = xt;
+          continue;
+        }
+        a = prevY;
+        b = xt;
+      }
+      let i: usize = 0;
+      if (ASC_FEATURE_SIMD) {
+        for (; i + 2 <= l; i += 2) {
+          const k = i * 8;
+          v128.store(yt + k, i64x2.add(v128.load(a + k), v128.load(b + k)));
+        }
+      }
+      for (; i < l; i++) {
+        const k = i * 8;
+        store<i64>(yt + k, load<i64>(a + k) + load<i64>(b + k));
+      }
+      prevY = yt;
+      prevX = xt;
+    }
+  }
+}
+
+// ---- float16 / bfloat16 ------------------------------------------------------------
+
+/** float16 bits → float32 (exact). */
+@inline function f16ToF32(h: u32): f32 {
+  const s = (h & 0x8000) << 16;
+  const e = (h >> 10) & 0x1f;
+  const m = h & 0x3ff;
+  if (e == 0) {
+    // subnormal or zero: m · 2^-24, exact in f32
+    const v = <f32>m * reinterpret<f32>(<u32>0x33800000);
+    return reinterpret<f32>(reinterpret<u32>(v) | s);
+  }
+  if (e == 31) return reinterpret<f32>(s | 0x7f800000 | (m << 13));
+  return reinterpret<f32>(s | ((e + 112) << 23) | (m << 13));
+}
+
+/** float32 → float16 bits, round to nearest even; overflow → ±Inf; NaN stays NaN (quiet). */
+@inline function f32ToF16(f: f32): u32 {
+  const x = reinterpret<u32>(f);
+  const s = (x >> 16) & 0x8000;
+  const ax = x & 0x7fffffff;
+  if (ax >= 0x7f800000) return s | 0x7c00 | (ax > 0x7f800000 ? 0x200 | ((ax >> 13) & 0x3ff) : 0);
+  if (ax >= 0x477ff000) return s | 0x7c00; // ≥ 65520 rounds to Inf
+  if (ax < 0x38800000) {
+    // result subnormal (|f| < 2^-14): value / 2^-24 rounded to nearest even integer.
+    // Adding 0.5 (in the f32 domain, 2^-1) aligns the f16 subnormal ulp with the f32
+    // integer ulp of 0.5..1: the f32 addition itself rounds to nearest even.
+    const v = reinterpret<f32>(ax) + 0.5;
+    return s | (reinterpret<u32>(v) - 0x3f000000);
+  }
+  // normal: rebias exponent and round the 13 dropped mantissa bits to nearest even
+  const odd = (ax >> 13) & 1;
+  return s | ((ax + 0xc8000fff + odd) >> 13);
+}
+
+/** float32 → bfloat16 bits, round to nearest even; NaN stays NaN (quiet). */
+@inline function f32ToBf16(f: f32): u32 {
+  const x = reinterpret<u32>(f);
+  if ((x & 0x7fffffff) > 0x7f800000) return (x >> 16) | 0x40;
+  return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
+}
+
+/**
+ * Cumulative sum of float16 (bf16 = 0) or bfloat16 (bf16 = 1) data: every carry is kept
+ * in float32 (`carry`: I floats of scratch) and each output is the carry rounded to the
+ * storage type.
+ */
+export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: i32, flags: i32, bf16: i32): void {
+  const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
+  const n = <usize>N, l = <usize>I;
+  for (let o: usize = 0; o < <usize>O; o++) {
+    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, -0.0);
+    for (let s: usize = 0; s < n; s++) {
+      const t = rev ? n - 1 - s : s;
+      const base = (o * n + t) * l * 2;
+      for (let i: usize = 0; i < l; i++) {
+        const h = <u32>load<u16>(x + base + i * 2);
+        const v = bf16 ? reinterpret<f32>(h << 16) : f16ToF32(h);
+        const c = load<f32>(carry + i * 4);
+        const nc = c + v;
+        const out = excl ? c : nc;
+        store<u16>(y + base + i * 2, <u16>(bf16 ? f32ToBf16(out) : f32ToF16(out)));
+        store<f32>(carry + i * 4, nc);
+      }
+    }
+  }
+}
+
+// ---- linear recurrence -----------------------------------------------------------
+
+@inline function linearAny<T>(a: usize, b: usize, h0: usize, hs: usize, last: usize, O: usize, N: usize, I: usize, rev: bool): void {
+  const sz = sizeof<T>();
+  const rowBytes = I * sz;
+  for (let o: usize = 0; o < O; o++) {
+    const off = o * N * rowBytes;
+    let prev = h0 + o * rowBytes;
+    for (let s: usize = 0; s < N; s++) {
+      const t = rev ? N - 1 - s : s;
+      const k0 = off + t * rowBytes;
+      const at = a + k0, bt = b + k0, ht = hs + k0;
+      let i: usize = 0;
+      if (ASC_FEATURE_SIMD) {
+        const L: usize = 16 / sz;
+        for (; i + L <= I; i += L) {
+          const k = i * sz;
+          v128.store(ht + k, v128.add<T>(v128.mul<T>(v128.load(at + k), v128.load(prev + k)), v128.load(bt + k)));
+        }
+      }
+      for (; i < I; i++) {
+        const k = i * sz;
+        store<T>(ht + k, load<T>(at + k) * load<T>(prev + k) + load<T>(bt + k));
+      }
+      prev = ht;
+    }
+    memory.copy(last + o * rowBytes, prev, rowBytes);
+  }
+}
+
+/**
+ * h_t = a_t · h_{t−1} + b_t (multiply, then add: no fused multiply-add) over float32
+ * (O, N, I) along N, starting from h0 (O, I); hs (O, N, I) gets every h_t, last (O, I)
+ * the final state (h0 when N = 0). flags bit 0: reverse. a, b, h0 may alias each other
+ * but not hs or last.
+ */
+export function linearScanF32(a: usize, b: usize, h0: usize, hs: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
+  linearAny<f32>(a, b, h0, hs, last, <usize>O, <usize>N, <usize>I, (flags & 1) != 0);
+}
+
+/** As linearScanF32 for float64. */
+export function linearScanF64(a: usize, b: usize, h0: usize, hs: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
+  linearAny<f64>(a, b, h0, hs, last, <usize>O, <usize>N, <usize>I, (flags & 1) != 0);
+}
