@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'ALIASING', // an output overlaps an input or another output
   'DISPOSED', // a disposed tensor or instance was used
   'OUT_OF_MEMORY', // the arena cannot grow within maximumMemory
+  'INTERNAL', // debug mode: a kernel wrote outside its outputs (a bug in this package)
 ] as const;
 
 export type KernelErrorCode = (typeof ERROR_CODES)[number];

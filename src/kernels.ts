@@ -10,8 +10,13 @@ import { OPS } from './ops/index.js';
 import type { AttrSpec, AttrValue, Attrs, KernelExports, OpContext, OpDef, OutputRequest, OutputSpec } from './ops/registry.js';
 import { type PlainTensor, type TensorLike, type TensorOwner, Tensor, checkShape, copyBackInto, plainMeta, shapeSize, toDataArray } from './tensor.js';
 import type { TypedData } from './dtypes.js';
+import { type CombineFn, type Combiners, type LinearScanOptions, type ScanOptions, linearScan as linearScanImpl, makeCombiners, scan as scanImpl } from './scan.js';
 
 const PAGE = 65536;
+/** Debug mode: canary bytes in front of every block (keeps 16-byte alignment). */
+const GUARD = 16;
+/** The canary byte expected at address a: varies with the address, so a shifted copy is caught too. */
+const canary = (a: number) => ((a * 167) ^ 0x5a) & 0xff;
 const DEFAULT_MAX = 1 << 30;
 const MAX_WASM32 = 65536 * PAGE;
 
@@ -29,6 +34,12 @@ export interface InitOptions {
   build?: BuildName;
   /** Supply the wasm yourself instead of the entry's default. */
   wasm?: WasmSource;
+  /**
+   * Debug mode: canary bytes around every allocation (16 in front, the tail padding
+   * behind), checked after every operator call; a kernel that wrote outside its outputs
+   * raises KernelError INTERNAL. Slower; for tests.
+   */
+  debug?: boolean;
 }
 
 export interface Stats {
@@ -66,15 +77,32 @@ export class Kernels implements TensorOwner, OpContext {
   private scratchPtr = 0;
   private scratchSize = 0;
   private alive = true;
+  readonly debug: boolean;
 
   /** @internal — use init(). */
-  constructor(instance: WebAssembly.Instance, memory: WebAssembly.Memory, maxBytes: number, build: BuildName) {
+  constructor(instance: WebAssembly.Instance, memory: WebAssembly.Memory, maxBytes: number, build: BuildName, debug = false) {
     this.memory = memory;
     this.exports = instance.exports as unknown as KernelExports;
     this.build = build;
+    this.debug = debug;
     const base = this.exports.heapBase() >>> 0;
-    this.arena = new Arena(memory, base, maxBytes);
+    this.arena = new Arena(memory, base, maxBytes, debug ? GUARD : 0);
     this.scratch(4096);
+  }
+
+  /** Fused combiners for scan (src/scan.ts): ek.combine.add / mul / max / min / logaddexp. */
+  readonly combine: Combiners = makeCombiners(this);
+
+  /** torch._higher_order_ops.scan: returns [finalCarry, ys] (src/scan.ts). */
+  scan(combineFn: CombineFn, init: unknown, xs: unknown, options?: ScanOptions): [any, any] {
+    this.assertAlive();
+    return scanImpl(this, combineFn, init, xs, options);
+  }
+
+  /** h_t = a_t * h_{t-1} + b_t along dim: returns [hLast, hs] (src/scan.ts). */
+  linearScan(a: TensorLike, b: TensorLike, h0: TensorLike, options?: LinearScanOptions): [Tensor, Tensor] {
+    this.assertAlive();
+    return linearScanImpl(this, a, b, h0, options);
   }
 
   /** Allocates a tensor in linear memory; zero-filled unless `data` is given. */
@@ -127,9 +155,32 @@ export class Kernels implements TensorOwner, OpContext {
           result[0] = src as PlainTensor;
         }
       }
+      if (this.debug) this.checkGuards(opType);
       return result;
     } finally {
       for (const t of temps) t.dispose();
+    }
+  }
+
+  /**
+   * Debug mode: verifies the canaries of every live block (tensors and scratch). Throws
+   * KernelError INTERNAL naming the first corrupted block. Called after every run().
+   */
+  checkGuards(after: string): void {
+    if (!this.debug) return;
+    const mem = new Uint8Array(this.memory.buffer);
+    const exact = new Map<number, number>();
+    for (const t of this.live) if (t.byteOffset >= 0) exact.set(t.byteOffset, t.byteLength);
+    for (const [ptr, size] of this.arena.blocks()) {
+      const used = exact.get(ptr) ?? (ptr === this.scratchPtr ? this.scratchSize : null);
+      if (used === null) continue;
+      const start = ptr - GUARD, end = start + size;
+      for (let a = start; a < end; a++) {
+        if (a === ptr) a = ptr + used;
+        if (a < end && mem[a] !== canary(a)) {
+          throw new KernelError('INTERNAL', `after ${after}: a kernel wrote outside its outputs — guard byte ${a - ptr} relative to the block at ${ptr} (${used} bytes) changed`);
+        }
+      }
     }
   }
 
@@ -168,6 +219,7 @@ export class Kernels implements TensorOwner, OpContext {
       if (this.scratchSize > 0) this.arena.free(this.scratchPtr);
       this.scratchPtr = ptr;
       this.scratchSize = size;
+      if (this.debug) this.writeGuards(ptr, size);
     }
     return this.scratchPtr;
   }
@@ -240,9 +292,17 @@ export class Kernels implements TensorOwner, OpContext {
       this.tensorBytes += this.arena.sizeOf(ptr)!;
       t = new Tensor(this, info, shape, ptr);
       if (bytes > 0) new Uint8Array(this.memory.buffer, ptr, bytes).fill(0);
+      if (this.debug) this.writeGuards(ptr, bytes);
     }
     this.live.add(t);
     return t;
+  }
+
+  private writeGuards(ptr: number, used: number): void {
+    const mem = new Uint8Array(this.memory.buffer);
+    const start = ptr - GUARD, end = start + this.arena.sizeOf(ptr)!;
+    for (let a = start; a < ptr; a++) mem[a] = canary(a);
+    for (let a = ptr + used; a < end; a++) mem[a] = canary(a);
   }
 
   private checkOwn(t: Tensor, what: string): void {
@@ -367,5 +427,5 @@ export function createMemory(opts: InitOptions): { memory: WebAssembly.Memory; m
 export async function instantiate(module: WebAssembly.Module, opts: InitOptions, build: BuildName): Promise<Kernels> {
   const { memory, maxBytes } = createMemory(opts);
   const instance = await WebAssembly.instantiate(module, { env: { memory } });
-  return new Kernels(instance, memory, maxBytes, build);
+  return new Kernels(instance, memory, maxBytes, build, opts.debug === true);
 }

@@ -39,10 +39,15 @@ export class Arena {
   private liveBytes = 0;
   private peak: number;
 
+  /**
+   * @param guard bytes reserved in front of every block (debug mode puts canaries there;
+   *   0 otherwise). The pointer handed out is the block start + guard, still 16-aligned.
+   */
   constructor(
     readonly memory: WebAssembly.Memory,
     readonly base: number,
     readonly maxBytes: number,
+    readonly guard = 0,
   ) {
     const b = roundUp(base, ALIGN);
     const end = memory.buffer.byteLength;
@@ -59,7 +64,7 @@ export class Arena {
     if (!Number.isFinite(bytes) || bytes < 0) {
       throw new KernelError('INVALID_VALUE', `allocation size: expected a non-negative byte count, got ${bytes}`);
     }
-    const size = Arena.blockSize(bytes);
+    const size = Arena.blockSize(bytes) + this.guard;
     let i = this.findFit(size);
     if (i < 0) {
       this.grow(size);
@@ -74,9 +79,9 @@ export class Arena {
       this.starts[i] += size;
       this.sizes[i] -= size;
     }
-    this.live.set(start, size);
+    this.live.set(start + this.guard, size);
     this.liveBytes += size;
-    return start;
+    return start + this.guard;
   }
 
   free(ptr: number): void {
@@ -84,10 +89,15 @@ export class Arena {
     if (size === undefined) throw new KernelError('INVALID_ARGUMENT', `free: ${ptr} is not a live block`);
     this.live.delete(ptr);
     this.liveBytes -= size;
-    this.insertFree(ptr, size);
+    this.insertFree(ptr - this.guard, size);
   }
 
-  /** Size of the live block at ptr (including padding), or undefined. */
+  /** Live blocks: pointer → block size (guard and padding included). */
+  blocks(): IterableIterator<[number, number]> {
+    return this.live.entries();
+  }
+
+  /** Size of the live block at ptr (including guard and padding), or undefined. */
   sizeOf(ptr: number): number | undefined {
     return this.live.get(ptr);
   }

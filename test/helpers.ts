@@ -7,7 +7,16 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import * as pkg from '../dist/index.js';
 
-export const { init, KernelError, DTYPES, DTYPE_NAMES } = pkg;
+export const { KernelError, DTYPES, DTYPE_NAMES } = pkg;
+
+/**
+ * init() for tests: with EK_DEBUG=1 (npm run test:debug) every instance runs in debug mode,
+ * with canaries around every allocation checked after every operator call.
+ */
+export const DEBUG = process.env.EK_DEBUG === '1';
+export function init(opts: Parameters<typeof pkg.init>[0] = {}): ReturnType<typeof pkg.init> {
+  return pkg.init(DEBUG ? { debug: true, ...opts } : opts);
+}
 export type Kernels = pkg.Kernels;
 export type Tensor = pkg.Tensor;
 export type DType = pkg.DType;

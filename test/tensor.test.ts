@@ -114,3 +114,22 @@ describe('instances', () => {
     a.dispose(); b.dispose();
   });
 });
+
+describe('debug mode', () => {
+  it('catches a write outside an allocation on the next operator call', async () => {
+    const k = await init({ debug: true });
+    const cache = k.tensor('float32', [1, 4, 2]);
+    const upd = k.tensor('float32', [1, 1, 2], [1, 2]);
+    k.run('TensorScatter', [cache, upd], { axis: 1 });
+    // Simulate a kernel bug: one byte past the end of the cache.
+    new Uint8Array(k.memory.buffer)[cache.byteOffset + cache.byteLength] ^= 0xff;
+    expectKernelError(() => k.run('TensorScatter', [cache, upd], { axis: 1 }), 'INTERNAL', /outside its outputs.*byte 32/);
+    k.dispose();
+  });
+
+  it('keeps blocks 16-byte aligned', async () => {
+    const k = await init({ debug: true });
+    for (const n of [1, 17, 100]) expect(k.tensor('uint8', [n]).byteOffset % 16).toBe(0);
+    k.dispose();
+  });
+});
