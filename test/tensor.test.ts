@@ -133,3 +133,31 @@ describe('debug mode', () => {
     k.dispose();
   });
 });
+
+describe('worker-sized limits', () => {
+  it('a 128 MB maximumMemory gives OUT_OF_MEMORY on the allocation that would exceed it, and the instance stays usable', async () => {
+    const k = await init({ maximumMemory: 128 << 20 });
+    const big = k.tensor('float32', [25 << 20]); // 100 MiB
+    (big.data as Float32Array)[0] = 7;
+    const before = k.stats();
+    expectKernelError(() => k.tensor('float32', [10 << 20]), 'OUT_OF_MEMORY', /maximumMemory 134217728/);
+    expect(k.stats()).toMatchObject({ tensorsLive: before.tensorsLive, bytesInUse: before.bytesInUse });
+    expect((big.data as Float32Array)[0]).toBe(7);
+    const ok = k.tensor('float32', [5 << 20]); // 20 MiB still fits
+    expect(ok.data.length).toBe(5 << 20);
+    expect(k.stats().memoryBytes).toBeLessThanOrEqual(128 << 20);
+    k.dispose();
+  });
+
+  it('an operator whose output allocation fails writes nothing and leaks nothing', async () => {
+    const k = await init({ maximumMemory: 2 << 20 });
+    const filler = k.tensor('uint8', [1900 << 10]);
+    const cache = { dtype: 'float32', shape: [1, 4096, 64], data: new Float32Array(4096 * 64) }; // 1 MiB plain: cannot be copied in
+    const before = k.stats();
+    expectKernelError(() => k.run('TensorScatter', [cache, { dtype: 'float32', shape: [1, 1, 64], data: new Float32Array(64).fill(1) }], { axis: 1 }), 'OUT_OF_MEMORY');
+    expect(k.stats()).toMatchObject({ tensorsLive: before.tensorsLive, bytesInUse: before.bytesInUse });
+    expect(cache.data.every((v) => v === 0)).toBe(true);
+    filler.dispose();
+    k.dispose();
+  });
+});
