@@ -1,0 +1,108 @@
+// Start-up and builds. `node bench/run.mjs runtime`.
+//
+// suite 'init' — the cost of init() in Node once the .wasm file is read (target ≤ 10 ms):
+//   from bytes (compile + instantiate + arena), from a compiled Module (instantiate only),
+//   and a warm init() (the entry's cached module).
+// suite 'builds' — the same decode step (KV-cache update of K and V, plus TRT_Attention when
+//   the registry has it) on each build: impl 'edgekernels' is the default simd build,
+//   'scalar' and 'relaxed' the others. src/load.ts RELAXED_PREFERRED follows this result:
+//   relaxed is chosen automatically only where it is measurably faster. Node 20 runs
+//   relaxed SIMD only behind --experimental-wasm-relaxed-simd, so that comparison runs in a
+//   child process with the flag (its simd baseline measured in the same child).
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const dist = join(here, '..', 'dist');
+const FILES = { simd: 'edgekernels.wasm', scalar: 'edgekernels.scalar.wasm', relaxed: 'edgekernels.relaxed.wasm' };
+
+/** A decode step at a realistic size: 8 KV heads × 128, a 1024-token cache half full. */
+function decodeStep(ek, OPS) {
+  const H = 8, D = 128, N = 1024, filled = 512;
+  const kCache = ek.tensor('float32', [1, H, N, D]), vCache = ek.tensor('float32', [1, H, N, D]);
+  const k = ek.tensor('float32', [1, H, 1, D]), v = ek.tensor('float32', [1, H, 1, D]), q = ek.tensor('float32', [1, H, 1, D]);
+  const y = ek.tensor('float32', [1, H, 1, D]);
+  const pos = ek.tensor('int32', [1], [filled]), len = ek.tensor('int32', [1], [filled + 1]);
+  for (const t of [kCache, vCache, k, v, q]) {
+    const d = t.data;
+    for (let i = 0; i < d.length; i++) d[i] = Math.sin(i * 0.001);
+  }
+  const attention = OPS.has('TRT_Attention');
+  const run = () => {
+    ek.run('TRT_KVCacheUpdate', [kCache, k, pos]);
+    ek.run('TRT_KVCacheUpdate', [vCache, v, pos]);
+    if (attention) ek.run('TRT_Attention', [q, kCache, vCache, null, null, len], {}, { outputs: [y] });
+  };
+  // bytes: new rows written + (with attention) the cache rows read
+  const bytes = 2 * 2 * H * D * 4 + (attention ? 2 * (filled + 1) * H * D * 4 : 0);
+  const flops = attention ? 4 * (filled + 1) * H * D : 0;
+  return { run, bytes, flops, attention };
+}
+
+/** Minimal timer for the child process (same statistics as the harness: median, p10, p90). */
+function timeSync(fn, minMs = 300, maxRuns = 200) {
+  const xs = [];
+  const t0 = performance.now();
+  for (let i = 0; i < 3; i++) fn();
+  while (xs.length < 5 || (performance.now() - t0 < minMs && xs.length < maxRuns)) {
+    const a = performance.now();
+    fn();
+    xs.push(performance.now() - a);
+  }
+  xs.sort((a, b) => a - b);
+  const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+  return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
+}
+
+export default async function (h) {
+  const pkg = await import(join(dist, 'index.js'));
+  const { init, OPS } = pkg;
+
+  // ---- init ----
+  const bytes = readFileSync(join(dist, FILES.simd));
+  const module = await WebAssembly.compile(bytes);
+  const initCase = async (name, opts) => {
+    const stats = await h.time(async () => (await init(opts)).dispose(), { minMs: 400, maxRuns: 200 });
+    h.emit({ suite: 'init', case: name, impl: 'edgekernels', stats, bytes: bytes.length });
+  };
+  await initCase(`from bytes: compile + instantiate (${bytes.length} B)`, { wasm: bytes });
+  await initCase('from a compiled Module: instantiate only', { wasm: module });
+  await initCase('init() warm (module cached by the entry)', {});
+
+  // ---- builds, in this process ----
+  const label = (step) => `decode step (${step.attention ? 'KV update + TRT_Attention' : 'KV update'}, 8×128, cache 512/1024)`;
+  // two rounds over the builds, the first only warms the engine up; the second is reported
+  const builds = ['simd', 'scalar', 'relaxed'].filter((b) => pkg.engineSupports(b));
+  for (const [i, build] of [...builds, ...builds].entries()) {
+    const ek = await init({ build });
+    const step = decodeStep(ek, OPS);
+    const stats = i < builds.length ? timeSync(step.run, 100) : await h.time(step.run, { minMs: 300, maxRuns: 2000 });
+    if (i >= builds.length) h.emit({ suite: 'builds', case: label(step), impl: build === 'simd' ? 'edgekernels' : `edgekernels-${build}`, stats, bytes: step.bytes, flops: step.flops || undefined });
+    ek.dispose();
+  }
+
+  // ---- simd vs relaxed where Node needs a flag for it ----
+  if (!pkg.engineSupports('relaxed')) {
+    const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', fileURLToPath(import.meta.url), '--relaxed-child'], { encoding: 'utf8', timeout: 60_000 });
+    for (const line of (r.stdout ?? '').split('\n')) {
+      if (!line.startsWith('{')) continue;
+      const x = JSON.parse(line);
+      h.emit({ suite: 'builds (node --experimental-wasm-relaxed-simd)', case: x.case, impl: x.build === 'simd' ? 'edgekernels' : `edgekernels-${x.build}`, stats: x.stats, bytes: x.bytes, flops: x.flops || undefined });
+    }
+    if (r.status !== 0) console.error(`relaxed child failed: ${r.stderr}`);
+  }
+}
+
+if (process.argv.includes('--relaxed-child')) {
+  const { init, OPS } = await import(join(dist, 'index.js'));
+  // two rounds, the first only warms the engine up; the second is reported
+  for (const [i, build] of ['simd', 'relaxed', 'simd', 'relaxed'].entries()) {
+    const ek = await init({ build });
+    const step = decodeStep(ek, OPS);
+    const stats = timeSync(step.run);
+    if (i >= 2) console.log(JSON.stringify({ build, case: `decode step (${step.attention ? 'KV update + TRT_Attention' : 'KV update'}, 8×128, cache 512/1024)`, stats, bytes: step.bytes, flops: step.flops }));
+    ek.dispose();
+  }
+}
