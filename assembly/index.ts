@@ -7,3 +7,4 @@ export * from './scatter';
 export * from './attention';
 export * from './quant';
 export * from './scan';
+export * from './llm';

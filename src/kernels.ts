@@ -6,6 +6,7 @@
 import { type DType, dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import { Arena } from './memory.js';
+import { KVCache, type KVCacheOptions } from './kvcache.js';
 import { OPS } from './ops/index.js';
 import type { AttrSpec, AttrValue, Attrs, KernelExports, OpContext, OpDef, OutputRequest, OutputSpec } from './ops/registry.js';
 import { type PlainTensor, type TensorLike, type TensorOwner, Tensor, checkShape, copyBackInto, plainMeta, shapeSize, toDataArray } from './tensor.js';
@@ -182,6 +183,12 @@ export class Kernels implements TensorOwner, OpContext {
         }
       }
     }
+  }
+
+  /** A fixed-capacity KV cache allocated once in this instance's memory (src/kvcache.ts). */
+  kvCache(options: KVCacheOptions): KVCache {
+    this.assertAlive();
+    return new KVCache(this, options);
   }
 
   stats(): Stats {

@@ -1,0 +1,388 @@
+// Decode-step kernels for a Llama-style forward pass (llama2.c's run.c, float32):
+// matrix-vector product, RMSNorm, RoPE, SwiGLU, softmax, argmax, residual add and a
+// single-sequence attention over a float32 KV cache.
+//
+// Layout. Every vector is a contiguous run of f32. Matrices are row-major: W[d, n] has
+// row i at W + i·n·4. The KV cache of one sequence is [Hkv, N, D] (N cache rows per head,
+// D floats per row); queries and outputs are addressed through a head stride and a row
+// stride given in floats, so both padded [H, S, D] and packed [S, H, D] forms work.
+//
+// Preconditions (the host guarantees them, nothing is checked here):
+//   - every pointer is 4-byte aligned and its buffer holds the stated number of floats;
+//     inputs may be read up to 16 bytes past their end (arena padding, DESIGN.md rule 4),
+//     outputs are never written outside their stated extent;
+//   - outputs do not overlap inputs unless a kernel says "may alias";
+//   - dims are >= 0; attention: Hq is a multiple of Hkv, `scores` holds N floats.
+//
+// Every SIMD loop has an `if (ASC_FEATURE_SIMD)` branch and a scalar branch computing the
+// same arithmetic (the sums may be associated differently; results agree within float32
+// rounding of the reduction order).
+
+// ---- exp --------------------------------------------------------------------------
+// exp(x) = 2^n · e^r with n = round(x·log2 e) and r = x − n·ln 2 ∈ [−ln2/2, ln2/2].
+// ln 2 is split into C1 + C2 (C1 = 0.693359375 has few mantissa bits, so n·C1 is exact
+// for |n| < 2^9) to keep r accurate. e^r ≈ 1 + r + r²·P(r) with Cephes' expf polynomial
+// (relative error < 2 ulp on that range). 2^n is built by writing n + 127 into the
+// exponent field. Inputs below −87.33 (e^x below the smallest normal float) give 0;
+// inputs above 88.72 are clamped (softmax and sigmoid never need them).
+const EXP_HI: f32 = 88.72283;
+const EXP_LO: f32 = -87.33654;
+const LOG2E: f32 = 1.44269504088896341;
+const C1: f32 = 0.693359375;
+const C2: f32 = -2.12194440e-4;
+const P0: f32 = 1.9875691500e-4;
+const P1: f32 = 1.3981999507e-3;
+const P2: f32 = 8.3334519073e-3;
+const P3: f32 = 4.1665795894e-2;
+const P4: f32 = 1.6666665459e-1;
+const P5: f32 = 5.0000001201e-1;
+
+@inline function expScalar(x0: f32): f32 {
+  if (x0 < EXP_LO) return 0;
+  const x1 = x0 > EXP_HI ? EXP_HI : x0;
+  const n = nearest<f32>(x1 * LOG2E);
+  const r = x1 - n * C1 - n * C2;
+  let p = P0;
+  p = p * r + P1; p = p * r + P2; p = p * r + P3; p = p * r + P4; p = p * r + P5;
+  const y = p * r * r + r + 1;
+  return y * reinterpret<f32>((<i32>n + 127) << 23);
+}
+
+@inline function expV(x0: v128): v128 {
+  const x = f32x4.min(x0, f32x4.splat(EXP_HI));
+  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(LOG2E)));
+  const r = f32x4.sub(f32x4.sub(x, f32x4.mul(n, f32x4.splat(C1))), f32x4.mul(n, f32x4.splat(C2)));
+  let p = f32x4.splat(P0);
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P1));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P2));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P3));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P4));
+  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P5));
+  const y = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(p, r), r), r), f32x4.splat(1));
+  // n ∈ [−126, 128] after the clamps; lanes below EXP_LO are zeroed by the select.
+  const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  const v = f32x4.mul(y, pow2);
+  return v128.and(v, f32x4.ge(x0, f32x4.splat(EXP_LO)));
+}
+
+/** Sum of the four lanes (((l0 + l1) + (l2 + l3))). */
+@inline function hsum(v: v128): f32 {
+  const s = f32x4.add(v, i32x4.shuffle(v, v, 1, 0, 3, 2));
+  return f32x4.extract_lane(s, 0) + f32x4.extract_lane(s, 2);
+}
+
+@inline function ld(p: usize, i: usize): f32 {
+  return load<f32>(p + (i << 2));
+}
+@inline function st(p: usize, i: usize, v: f32): void {
+  store<f32>(p + (i << 2), v);
+}
+
+// ---- matrix-vector product ----------------------------------------------------------
+
+/**
+ * out[i] = Σ_j W[i, j] · x[j] for i < d; W row-major [d, n], x [n], out [d].
+ * Four rows share each load of x (4-row blocking); lanes are reduced once per row.
+ */
+export function matvecF32(out: usize, w: usize, x: usize, d: i32, n: i32): void {
+  const nn = <usize>n, rowBytes = nn << 2;
+  const n4 = nn & ~(<usize>3);
+  let i: usize = 0;
+  const dd = <usize>d;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= dd; i += 4) {
+      const r0 = w + i * rowBytes, r1 = r0 + rowBytes, r2 = r1 + rowBytes, r3 = r2 + rowBytes;
+      let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+      for (let j: usize = 0; j < n4; j += 4) {
+        const o = j << 2;
+        const xv = v128.load(x + o);
+        a0 = f32x4.add(a0, f32x4.mul(v128.load(r0 + o), xv));
+        a1 = f32x4.add(a1, f32x4.mul(v128.load(r1 + o), xv));
+        a2 = f32x4.add(a2, f32x4.mul(v128.load(r2 + o), xv));
+        a3 = f32x4.add(a3, f32x4.mul(v128.load(r3 + o), xv));
+      }
+      // Transposed reduction: [Σa0, Σa1, Σa2, Σa3] in one vector.
+      const s01 = f32x4.add(i32x4.shuffle(a0, a1, 0, 4, 2, 6), i32x4.shuffle(a0, a1, 1, 5, 3, 7));
+      const s23 = f32x4.add(i32x4.shuffle(a2, a3, 0, 4, 2, 6), i32x4.shuffle(a2, a3, 1, 5, 3, 7));
+      let s = f32x4.add(i32x4.shuffle(s01, s23, 0, 1, 4, 5), i32x4.shuffle(s01, s23, 2, 3, 6, 7));
+      if (n4 < nn) {
+        let t0: f32 = 0, t1: f32 = 0, t2: f32 = 0, t3: f32 = 0;
+        for (let j = n4; j < nn; j++) {
+          const xj = ld(x, j);
+          t0 += ld(r0, j) * xj; t1 += ld(r1, j) * xj; t2 += ld(r2, j) * xj; t3 += ld(r3, j) * xj;
+        }
+        s = f32x4.add(s, f32x4.replace_lane(f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(t0), 1, t1), 2, t2), 3, t3));
+      }
+      v128.store(out + (i << 2), s);
+    }
+    for (; i < dd; i++) {
+      const r = w + i * rowBytes;
+      let a = f32x4.splat(0);
+      for (let j: usize = 0; j < n4; j += 4) a = f32x4.add(a, f32x4.mul(v128.load(r + (j << 2)), v128.load(x + (j << 2))));
+      let t = hsum(a);
+      for (let j = n4; j < nn; j++) t += ld(r, j) * ld(x, j);
+      st(out, i, t);
+    }
+  } else {
+    for (; i + 4 <= dd; i += 4) {
+      const r0 = w + i * rowBytes, r1 = r0 + rowBytes, r2 = r1 + rowBytes, r3 = r2 + rowBytes;
+      let t0: f32 = 0, t1: f32 = 0, t2: f32 = 0, t3: f32 = 0;
+      for (let j: usize = 0; j < nn; j++) {
+        const xj = ld(x, j);
+        t0 += ld(r0, j) * xj; t1 += ld(r1, j) * xj; t2 += ld(r2, j) * xj; t3 += ld(r3, j) * xj;
+      }
+      st(out, i, t0); st(out, i + 1, t1); st(out, i + 2, t2); st(out, i + 3, t3);
+    }
+    for (; i < dd; i++) {
+      const r = w + i * rowBytes;
+      let t: f32 = 0;
+      for (let j: usize = 0; j < nn; j++) t += ld(r, j) * ld(x, j);
+      st(out, i, t);
+    }
+  }
+}
+
+// ---- elementwise ----------------------------------------------------------------------
+
+/** Σ x[i]² over n floats. */
+function sumSquares(x: usize, n: usize): f32 {
+  let i: usize = 0;
+  let s: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let a = f32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      const v = v128.load(x + (i << 2));
+      a = f32x4.add(a, f32x4.mul(v, v));
+    }
+    s = hsum(a);
+  }
+  for (; i < n; i++) { const v = ld(x, i); s += v * v; }
+  return s;
+}
+
+/**
+ * RMSNorm as llama2.c: out[i] = w[i] · (x[i] / sqrt(mean(x²) + eps)). out may alias x.
+ */
+export function rmsnormF32(out: usize, x: usize, w: usize, n: i32, eps: f32): void {
+  const nn = <usize>n;
+  if (nn == 0) return;
+  const inv: f32 = 1.0 / Mathf.sqrt(sumSquares(x, nn) / <f32>n + eps);
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const iv = f32x4.splat(inv);
+    for (; i + 4 <= nn; i += 4) {
+      const o = i << 2;
+      v128.store(out + o, f32x4.mul(v128.load(w + o), f32x4.mul(iv, v128.load(x + o))));
+    }
+  }
+  for (; i < nn; i++) st(out, i, ld(w, i) * (inv * ld(x, i)));
+}
+
+/**
+ * RoPE, llama2.c's interleaved-pair convention, in place on `vec` [nHeads, headSize]:
+ * for each pair (2m, 2m+1) of every head, (v0, v1) ← (v0·c − v1·s, v0·s + v1·c) with
+ * c = cos(pos·θ_m), s = sin(pos·θ_m). The host computes the angles (so they are exactly
+ * llama2.c's float arithmetic) and passes `cs` = headSize floats [c0, c0, c1, c1, …]
+ * followed by headSize floats [−s0, s0, −s1, s1, …]. Then vec ← vec·C + swap(vec)·S,
+ * swap exchanging the two lanes of each pair. headSize is even.
+ */
+export function ropeF32(vec: usize, cs: usize, nHeads: i32, headSize: i32): void {
+  const hs = <usize>headSize;
+  const sn = cs + (hs << 2);
+  for (let h: usize = 0; h < <usize>nHeads; h++) {
+    const v = vec + h * (hs << 2);
+    let i: usize = 0;
+    if (ASC_FEATURE_SIMD) {
+      for (; i + 4 <= hs; i += 4) {
+        const o = i << 2;
+        const x = v128.load(v + o);
+        const sw = i32x4.shuffle(x, x, 1, 0, 3, 2);
+        v128.store(v + o, f32x4.add(f32x4.mul(x, v128.load(cs + o)), f32x4.mul(sw, v128.load(sn + o))));
+      }
+    }
+    for (; i + 2 <= hs; i += 2) {
+      const x0 = ld(v, i), x1 = ld(v, i + 1);
+      st(v, i, x0 * ld(cs, i) + x1 * ld(sn, i));
+      st(v, i + 1, x1 * ld(cs, i + 1) + x0 * ld(sn, i + 1));
+    }
+  }
+}
+
+/** SwiGLU as llama2.c, in place on h [n]: h[i] ← (h[i] · σ(h[i])) · g[i], σ(v) = 1 / (1 + e^−v). */
+export function swigluF32(h: usize, g: usize, n: i32): void {
+  const nn = <usize>n;
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const one = f32x4.splat(1);
+    for (; i + 4 <= nn; i += 4) {
+      const o = i << 2;
+      const v = v128.load(h + o);
+      const sig = f32x4.div(one, f32x4.add(one, expV(f32x4.neg(v))));
+      v128.store(h + o, f32x4.mul(f32x4.mul(v, sig), v128.load(g + o)));
+    }
+  }
+  for (; i < nn; i++) {
+    const v = ld(h, i);
+    st(h, i, v * (<f32>1 / (<f32>1 + expScalar(-v))) * ld(g, i));
+  }
+}
+
+/** out[i] = a[i] + b[i] (residual add). out may alias a or b. */
+export function addF32(out: usize, a: usize, b: usize, n: i32): void {
+  const nn = <usize>n;
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= nn; i += 4) {
+      const o = i << 2;
+      v128.store(out + o, f32x4.add(v128.load(a + o), v128.load(b + o)));
+    }
+  }
+  for (; i < nn; i++) st(out, i, ld(a, i) + ld(b, i));
+}
+
+/** Largest of x[0..n) (−Infinity for n = 0). */
+function maxOf(x: usize, n: usize): f32 {
+  let m: f32 = -Infinity;
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (n >= 4) {
+      let a = v128.load(x);
+      for (i = 4; i + 4 <= n; i += 4) a = f32x4.max(a, v128.load(x + (i << 2)));
+      const b = f32x4.max(a, i32x4.shuffle(a, a, 2, 3, 0, 1));
+      const c = f32x4.max(b, i32x4.shuffle(b, b, 1, 0, 3, 2));
+      m = f32x4.extract_lane(c, 0);
+    }
+  }
+  for (; i < n; i++) { const v = ld(x, i); if (v > m) m = v; }
+  return m;
+}
+
+/** x ← exp(x − m) in place; returns the sum of the new values. */
+function expShiftSum(x: usize, n: usize, m: f32): f32 {
+  let i: usize = 0;
+  let s: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    const mv = f32x4.splat(m);
+    let a = f32x4.splat(0);
+    for (; i + 4 <= n; i += 4) {
+      const o = i << 2;
+      const e = expV(f32x4.sub(v128.load(x + o), mv));
+      v128.store(x + o, e);
+      a = f32x4.add(a, e);
+    }
+    s = hsum(a);
+  }
+  for (; i < n; i++) { const e = expScalar(ld(x, i) - m); st(x, i, e); s += e; }
+  return s;
+}
+
+/** Softmax in place over x [n], as llama2.c: x ← exp(x − max) / Σ exp(x − max). */
+export function softmaxF32(x: usize, n: i32): void {
+  const nn = <usize>n;
+  if (nn == 0) return;
+  const s = expShiftSum(x, nn, maxOf(x, nn));
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const sv = f32x4.splat(s);
+    for (; i + 4 <= nn; i += 4) { const o = i << 2; v128.store(x + o, f32x4.div(v128.load(x + o), sv)); }
+  }
+  for (; i < nn; i++) st(x, i, ld(x, i) / s);
+}
+
+/** Index of the first largest element of x [n] (llama2.c's sample_argmax); 0 for n = 0. */
+export function argmaxF32(x: usize, n: i32): i32 {
+  const nn = <usize>n;
+  const m = maxOf(x, nn);
+  for (let i: usize = 0; i < nn; i++) if (ld(x, i) == m) return <i32>i;
+  return 0;
+}
+
+// ---- attention over one sequence's float32 cache ---------------------------------------
+
+/** Σ_i a[i]·b[i] over D floats. */
+@inline function dot(a: usize, b: usize, D: usize): f32 {
+  let i: usize = 0;
+  let s: f32 = 0;
+  if (ASC_FEATURE_SIMD) {
+    let acc = f32x4.splat(0);
+    for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), v128.load(b + (i << 2))));
+    s = hsum(acc);
+  }
+  for (; i < D; i++) s += ld(a, i) * ld(b, i);
+  return s;
+}
+
+/** o[i] += p · v[i] over D floats. */
+@inline function axpy(o: usize, v: usize, p: f32, D: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const pv = f32x4.splat(p);
+    for (; i + 4 <= D; i += 4) {
+      const k = i << 2;
+      v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, v128.load(v + k))));
+    }
+  }
+  for (; i < D; i++) st(o, i, ld(o, i) + p * ld(v, i));
+}
+
+/**
+ * Attention of one sequence's new queries over its cached keys and values (float32).
+ *
+ *   q, out: query s of head h at  q + (h·qHeadStride + s·qRowStride)·4  (D floats);
+ *           rows s in [qLen, S) of the output are zeroed.
+ *   k, v:   [Hkv, N, D]; q head h reads kv head h / (Hq / Hkv) (GQA).
+ *   kvLen:  the sequence's total length including the qLen new tokens (positions
+ *           0 … kvLen−1). Query s is at position kvLen − qLen + s.
+ *   causal: query s sees positions ≤ its own (bottom-right alignment); otherwise all.
+ *   window: 0 = position p is cache row p (kvLen ≤ N); else N = window, row p mod N holds
+ *           the latest position ≡ p, and only positions ≥ kvLen − window are present.
+ *   A query that sees no position outputs zeros.
+ *   scores: N floats of scratch.
+ * y = Σ_p softmax(scale · q·k_p) v_p over the visible positions (max-subtracted softmax).
+ */
+export function attendF32(
+  out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+): void {
+  const dd = <usize>D, nn = <usize>N, dBytes = dd << 2;
+  const group = Hkv > 0 ? Hq / Hkv : 1;
+  let lo = 0;
+  if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
+  for (let h = 0; h < Hq; h++) {
+    const kh = k + <usize>(h / group) * nn * dBytes;
+    const vh = v + <usize>(h / group) * nn * dBytes;
+    for (let s = 0; s < S; s++) {
+      const qs = q + <usize>(h * qHeadStride + s * qRowStride) * 4;
+      const os = out + <usize>(h * qHeadStride + s * qRowStride) * 4;
+      memory.fill(os, 0, dBytes);
+      if (s >= qLen) continue;
+      const hi = causal != 0 ? kvLen - qLen + s : kvLen - 1;
+      const count = hi - lo + 1;
+      if (count <= 0) continue;
+      const slot0 = <usize>(window > 0 ? lo % window : lo);
+      let first = <usize>count;
+      if (slot0 + first > nn) first = nn - slot0;
+      const cnt = <usize>count;
+      // scores and their max
+      let m: f32 = -Infinity;
+      for (let i: usize = 0; i < cnt; i++) {
+        const slot = i < first ? slot0 + i : i - first;
+        const sc = dot(qs, kh + slot * dBytes, dd) * scale;
+        st(scores, i, sc);
+        if (sc > m) m = sc;
+      }
+      const sum = expShiftSum(scores, cnt, m);
+      for (let i: usize = 0; i < cnt; i++) {
+        const slot = i < first ? slot0 + i : i - first;
+        axpy(os, vh + slot * dBytes, ld(scores, i), dd);
+      }
+      const inv: f32 = <f32>1 / sum;
+      let i: usize = 0;
+      if (ASC_FEATURE_SIMD) {
+        const iv = f32x4.splat(inv);
+        for (; i + 4 <= dd; i += 4) v128.store(os + (i << 2), f32x4.mul(v128.load(os + (i << 2)), iv));
+      }
+      for (; i < dd; i++) st(os, i, ld(os, i) * inv);
+    }
+  }
+}

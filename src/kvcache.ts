@@ -1,0 +1,459 @@
+/**
+ * KVCache: a fixed-capacity key/value cache for decode loops, allocated once.
+ *
+ * Storage is ONE tensor for every layer: for layer l, keys [B, Hkv, N, D] then values
+ * [B, Hkv, N, D], N = `window` (sliding window) or `capacity`. A decode step appends the
+ * new rows of each layer in place (the scatter kernels, no intermediate copies), attends
+ * over each sequence's valid prefix, then `advance()` moves every sequence's length.
+ *
+ * Bookkeeping rules:
+ *  - `lengths[b]` is the number of tokens of sequence b in the cache (its next position).
+ *  - A step: `append(l, k, v)` for every layer (each with the same per-sequence counts),
+ *    `attend(l, q)` after layer l's append, then `advance()`. Layers' new rows are written
+ *    at position lengths[b] (mod window); attention for layer l sees them at once.
+ *  - Every check happens before the first byte is written: a throwing call changes
+ *    nothing (no row written, no length moved).
+ *  - Without a window, lengths[b] + new tokens <= capacity. With a window W, the last W
+ *    positions are kept (row p mod W), at most W tokens per append, and lengths may grow
+ *    up to `capacity` (default: unbounded, 2^31 − 1).
+ */
+import { dtypeInfo } from './dtypes.js';
+import { KernelError, show } from './errors.js';
+import type { Kernels } from './kernels.js';
+import { llmKernels } from './llm/kernels.js';
+import { Tensor } from './tensor.js';
+
+export interface KVCacheOptions {
+  layers: number;
+  batch: number;
+  kvHeads: number;
+  headDim: number;
+  /** Cache rows per sequence (without window), or the longest allowed sequence (with window; default unbounded). */
+  capacity?: number;
+  /** Storage dtype; 'float32' only so far. */
+  dtype?: string;
+  /** Keep only the last `window` positions of each sequence, in a circular buffer of `window` rows. */
+  window?: number;
+}
+
+export interface AppendOptions {
+  /** New tokens per sequence ([B] counts). Padded input: default S for every sequence; packed input: required, summing to T. */
+  lengths?: ArrayLike<number>;
+}
+
+export interface AttendOptions {
+  /** Score scale; default 1/sqrt(headDim). */
+  scale?: number;
+  /** Bottom-right causal alignment (default true): new token s of sequence b sees positions <= its own. */
+  causal?: boolean;
+  /** Output tensor, q's shape and dtype; allocated when omitted. */
+  out?: Tensor;
+}
+
+const MAX_LEN = 0x7fffffff;
+const F32 = dtypeInfo('float32');
+
+function bad(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
+  throw new KernelError(code, msg);
+}
+
+function posInt(v: unknown, what: string, min = 1): number {
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) bad('INVALID_ARGUMENT', `kvCache ${what}: expected an integer >= ${min}, got ${show(v)}`);
+  return v as number;
+}
+
+export class KVCache {
+  readonly layers: number;
+  readonly batch: number;
+  readonly kvHeads: number;
+  readonly headDim: number;
+  /** Longest sequence the cache accepts. */
+  readonly capacity: number;
+  /** Sliding window size, 0 for none. */
+  readonly window: number;
+  /** Rows per (sequence, head) in storage: window or capacity. */
+  readonly rows: number;
+  readonly dtype: 'float32';
+  private readonly ek: Kernels;
+  private storage: Tensor;
+  /** int32 scratch owned by the cache: starts [B], cumulative counts [B+1]. */
+  private meta: Tensor;
+  private len: Int32Array;
+  private pending: Int32Array | null = null;
+  private written: Uint8Array;
+  private views: (Tensor | null)[];
+  private alive = true;
+
+  /** @internal — use ek.kvCache(). */
+  constructor(ek: Kernels, opts: KVCacheOptions) {
+    if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache options: expected an object, got ${show(opts)}`);
+    this.ek = ek;
+    this.layers = posInt(opts.layers, 'layers');
+    this.batch = posInt(opts.batch, 'batch');
+    this.kvHeads = posInt(opts.kvHeads, 'kvHeads');
+    this.headDim = posInt(opts.headDim, 'headDim');
+    const dtype = opts.dtype ?? 'float32';
+    if (dtype !== 'float32') bad('INVALID_DTYPE', `kvCache dtype: expected 'float32' (float16, bfloat16, float8e4m3fn and int8 storage are not implemented yet), got ${show(dtype)}`);
+    this.dtype = 'float32';
+    if (opts.window !== undefined) {
+      this.window = posInt(opts.window, 'window');
+      this.capacity = opts.capacity === undefined ? MAX_LEN : posInt(opts.capacity, 'capacity');
+      if (this.capacity > MAX_LEN) bad('INVALID_ARGUMENT', `kvCache capacity: expected at most ${MAX_LEN}, got ${this.capacity}`);
+      if (this.capacity < this.window) bad('INVALID_ARGUMENT', `kvCache capacity: expected >= window (${this.window}), got ${this.capacity}`);
+      this.rows = this.window;
+    } else {
+      this.window = 0;
+      this.capacity = posInt(opts.capacity, 'capacity');
+      this.rows = this.capacity;
+    }
+    const total = this.layers * 2 * this.batch * this.kvHeads * this.rows * this.headDim;
+    if (total * 4 > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * 4} bytes do not fit a 32-bit memory`);
+    this.storage = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
+    try {
+      this.meta = ek.tensor('int32', [2 * this.batch + 1]);
+    } catch (e) {
+      this.storage.dispose();
+      throw e;
+    }
+    this.len = new Int32Array(this.batch);
+    this.written = new Uint8Array(this.layers);
+    this.views = new Array<Tensor | null>(2 * this.layers).fill(null);
+  }
+
+  /** Bytes of the cache storage (all layers, keys and values). */
+  get bytes(): number {
+    return this.storage.byteLength;
+  }
+
+  /** Where the storage lives in the linear memory (it never moves). */
+  get byteOffset(): number {
+    return this.storage.byteOffset;
+  }
+
+  /** Committed length of each sequence (a copy). */
+  get lengths(): Int32Array {
+    this.assertAlive();
+    return this.len.slice();
+  }
+
+  /** True between the first append of a step and advance(). */
+  get stepInProgress(): boolean {
+    return this.pending !== null;
+  }
+
+  /** Keys of `layer` as a tensor view [B, Hkv, rows, D] (valid until dispose; disposing the view does nothing to the cache). */
+  keys(layer: number): Tensor {
+    return this.view(layer, 0);
+  }
+
+  /** Values of `layer` as a tensor view [B, Hkv, rows, D]. */
+  values(layer: number): Tensor {
+    return this.view(layer, 1);
+  }
+
+  /**
+   * Writes new keys and values of `layer` in place: padded [B, Hkv, S, D] (sequence b
+   * takes its first lengths[b] rows, default S) or packed [T, Hkv, D] (lengths required).
+   */
+  append(layer: number, k: Tensor, v: Tensor, opts: AppendOptions = {}): void {
+    this.assertAlive();
+    const L = this.checkLayer(layer, 'append');
+    const B = this.batch, H = this.kvHeads, D = this.headDim;
+    this.checkInput(k, 'k');
+    this.checkInput(v, 'v');
+    if (k.rank !== v.rank || k.shape.some((d, i) => d !== v.shape[i])) {
+      bad('INVALID_SHAPE', `kvCache.append v: expected the shape of k ${show([...k.shape])}, got ${show([...v.shape])}`);
+    }
+    let packed: boolean, S: number;
+    if (k.rank === 4) {
+      packed = false;
+      const [kb, kh, s, kd] = k.shape;
+      if (kb !== B || kh !== H || kd !== D) bad('INVALID_SHAPE', `kvCache.append k: expected padded [${B},${H},S,${D}] or packed [T,${H},${D}], got ${show([...k.shape])}`);
+      S = s;
+    } else if (k.rank === 3) {
+      packed = true;
+      const [t, kh, kd] = k.shape;
+      if (kh !== H || kd !== D) bad('INVALID_SHAPE', `kvCache.append k: expected packed [T,${H},${D}] or padded [${B},${H},S,${D}], got ${show([...k.shape])}`);
+      S = t;
+    } else {
+      bad('INVALID_SHAPE', `kvCache.append k: expected padded [${B},${H},S,${D}] or packed [T,${H},${D}], got ${show([...k.shape])}`);
+    }
+    const counts = this.readCounts(opts, packed, S);
+    if (this.pending !== null) {
+      if (this.written[L]) bad('INVALID_ARGUMENT', `kvCache.append layer ${L}: already appended in this step; call advance() first`);
+      for (let b = 0; b < B; b++) {
+        if (counts[b] !== this.pending[b]) {
+          bad('INVALID_VALUE', `kvCache.append lengths: every layer of a step appends the same counts; sequence ${b} had ${this.pending[b]}, got ${counts[b]}`);
+        }
+      }
+    }
+    for (let b = 0; b < B; b++) {
+      const end = this.len[b] + counts[b];
+      if (this.window === 0) {
+        if (end > this.capacity) bad('INVALID_VALUE', `kvCache.append: sequence ${b} holds ${this.len[b]} tokens, appending ${counts[b]} exceeds the capacity ${this.capacity}`);
+      } else {
+        if (counts[b] > this.window) bad('INVALID_VALUE', `kvCache.append: sequence ${b} appends ${counts[b]} tokens, more than the window ${this.window}`);
+        if (end > this.capacity) bad('INVALID_VALUE', `kvCache.append: sequence ${b} holds ${this.len[b]} tokens, appending ${counts[b]} exceeds the capacity ${this.capacity}`);
+      }
+    }
+    // ---- all checks passed: write ----
+    const kern = llmKernels(this.ek);
+    const N = this.rows, rowBytes = D * 4;
+    const starts = this.meta.byteOffset, cum = starts + 4 * B;
+    const st = new Int32Array(B), cu = new Int32Array(B + 1);
+    for (let b = 0; b < B; b++) {
+      st[b] = this.window ? this.len[b] % this.window : this.len[b];
+      cu[b + 1] = cu[b] + counts[b];
+    }
+    const m = new Int32Array(this.ek.memory.buffer, starts, 2 * B + 1);
+    m.set(st);
+    m.set(cu, B);
+    const kDst = this.layerPtr(L, 0), vDst = this.layerPtr(L, 1);
+    if (!packed) {
+      if (S > 0) {
+        const circ = this.window ? 1 : 0;
+        kern.scatterRows(kDst, k.byteOffset, B, H, N, S, rowBytes, starts, cum, circ);
+        kern.scatterRows(vDst, v.byteOffset, B, H, N, S, rowBytes, starts, cum, circ);
+      }
+    } else if (this.window === 0) {
+      if (S > 0) {
+        kern.scatterPackedRows(kDst, k.byteOffset, B, H, N, rowBytes, starts, cum);
+        kern.scatterPackedRows(vDst, v.byteOffset, B, H, N, rowBytes, starts, cum);
+      }
+    } else {
+      // Packed into a window: per sequence, at most two runs (before and after the wrap),
+      // each one scatterPackedRows call with B = 1 on that sequence's slice.
+      const seqBytes = H * N * rowBytes, tokBytes = H * rowBytes;
+      for (let b = 0; b < B; b++) {
+        const start = st[b], t0 = cu[b], c = counts[b];
+        const first = Math.min(c, N - start);
+        const runs: [number, number, number][] = [[start, t0, first]];
+        if (c > first) runs.push([0, t0 + first, c - first]);
+        for (const [pos, t, n] of runs) {
+          if (n === 0) continue;
+          // meta reused as [start, 0, n] for a one-sequence call (read back by the kernel at once).
+          const mm = new Int32Array(this.ek.memory.buffer, starts, 3);
+          mm[0] = pos; mm[1] = 0; mm[2] = n;
+          kern.scatterPackedRows(kDst + b * seqBytes, k.byteOffset + t * tokBytes, 1, H, N, rowBytes, starts, starts + 4);
+          kern.scatterPackedRows(vDst + b * seqBytes, v.byteOffset + t * tokBytes, 1, H, N, rowBytes, starts, starts + 4);
+        }
+      }
+    }
+    if (this.pending === null) this.pending = Int32Array.from(counts);
+    this.written[L] = 1;
+  }
+
+  /**
+   * Attention of the step's new queries over layer `layer`: q padded [B, Hq, S, D] or
+   * packed [T, Hq, D] (T = the step's total new tokens), Hq a multiple of Hkv. Query s of
+   * sequence b is at position lengths[b] + s; with `causal` it sees positions <= its own.
+   * Rows past a sequence's new-token count (padded form) are zeros. Without an append in
+   * this step, the S queries are the sequence's last S positions.
+   */
+  attend(layer: number, q: Tensor, opts: AttendOptions = {}): Tensor {
+    this.assertAlive();
+    const L = this.checkLayer(layer, 'attend');
+    const B = this.batch, Hkv = this.kvHeads, D = this.headDim;
+    this.checkInput(q, 'q');
+    if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.attend options: expected an object, got ${show(opts)}`);
+    const scale = opts.scale ?? 1 / Math.sqrt(D);
+    if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
+    const causal = opts.causal ?? true;
+    if (typeof causal !== 'boolean') bad('INVALID_ARGUMENT', `kvCache.attend causal: expected a boolean, got ${show(opts.causal)}`);
+    let packed: boolean, Hq: number, S: number;
+    if (q.rank === 4 && q.shape[0] === B && q.shape[3] === D) {
+      packed = false; Hq = q.shape[1]; S = q.shape[2];
+    } else if (q.rank === 3 && q.shape[2] === D) {
+      packed = true; Hq = q.shape[1]; S = q.shape[0];
+    } else {
+      bad('INVALID_SHAPE', `kvCache.attend q: expected padded [${B},Hq,S,${D}] or packed [T,Hq,${D}], got ${show([...q.shape])}`);
+    }
+    if (Hq === 0 || Hq % Hkv !== 0) bad('INVALID_SHAPE', `kvCache.attend q: expected a head count that is a multiple of kvHeads ${Hkv}, got ${Hq}`);
+    const qLen = new Int32Array(B);
+    if (this.pending !== null) {
+      if (!this.written[L]) bad('INVALID_ARGUMENT', `kvCache.attend layer ${L}: this step appended other layers but not this one; append(${L}, …) first`);
+      qLen.set(this.pending);
+      if (packed) {
+        const T = qLen.reduce((a, c) => a + c, 0);
+        if (S !== T) bad('INVALID_SHAPE', `kvCache.attend q: packed queries must hold the step's ${T} new tokens, got ${S}`);
+      } else {
+        for (let b = 0; b < B; b++) if (qLen[b] > S) bad('INVALID_SHAPE', `kvCache.attend q: sequence ${b} appended ${qLen[b]} tokens, more than q's ${S} rows`);
+      }
+    } else {
+      if (packed) bad('INVALID_ARGUMENT', `kvCache.attend q: packed queries need this step's append (the counts come from it)`);
+      for (let b = 0; b < B; b++) {
+        qLen[b] = Math.min(S, this.len[b]);
+      }
+    }
+    let out = opts.out;
+    if (out !== undefined) {
+      this.checkInput(out, 'out');
+      if (out.rank !== q.rank || out.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...out.shape])}`);
+      if (overlaps(out, q) || overlaps(out, this.storage)) bad('ALIASING', 'kvCache.attend out: overlaps q or the cache');
+    }
+    // ---- checks passed ----
+    const kern = llmKernels(this.ek);
+    out ??= this.ek.tensor('float32', q.shape);
+    const scores = this.ek.scratch(this.rows * 4);
+    const N = this.rows, seqBytes = Hkv * N * D * 4;
+    const kL = this.layerPtr(L, 0), vL = this.layerPtr(L, 1);
+    let t0 = 0;
+    for (let b = 0; b < B; b++) {
+      const kvLen = this.len[b] + (this.pending ? this.pending[b] : 0);
+      let qOff: number, hStride: number, rStride: number, rows: number;
+      if (packed) { qOff = t0 * Hq * D * 4; hStride = D; rStride = Hq * D; rows = qLen[b]; t0 += qLen[b]; }
+      else { qOff = b * Hq * S * D * 4; hStride = S * D; rStride = D; rows = S; }
+      kern.attendF32(out.byteOffset + qOff, q.byteOffset + qOff, kL + b * seqBytes, vL + b * seqBytes, Hq, Hkv, rows, qLen[b], D, N,
+        hStride, rStride, kvLen, this.window, causal ? 1 : 0, scale, scores);
+    }
+    return out;
+  }
+
+  /** Ends a step: every sequence's length grows by its appended count. Requires every layer appended. Returns the new lengths. */
+  advance(): Int32Array {
+    this.assertAlive();
+    if (this.pending === null) return this.len.slice();
+    const missing: number[] = [];
+    for (let l = 0; l < this.layers; l++) if (!this.written[l]) missing.push(l);
+    if (missing.length > 0) bad('INVALID_ARGUMENT', `kvCache.advance: layers ${missing.join(', ')} were not appended in this step`);
+    for (let b = 0; b < this.batch; b++) this.len[b] += this.pending[b];
+    this.pending = null;
+    this.written.fill(0);
+    return this.len.slice();
+  }
+
+  /** Empties one sequence slot (continuous batching) or, without argument, every slot and any step in progress. */
+  reset(seq?: number): void {
+    this.assertAlive();
+    if (seq === undefined) {
+      this.len.fill(0);
+      this.pending = null;
+      this.written.fill(0);
+      return;
+    }
+    if (typeof seq !== 'number' || !Number.isInteger(seq) || seq < 0 || seq >= this.batch) bad('INVALID_ARGUMENT', `kvCache.reset seq: expected an integer in [0, ${this.batch - 1}], got ${show(seq)}`);
+    if (this.pending !== null) bad('INVALID_ARGUMENT', `kvCache.reset(${seq}): a step is in progress; advance() first, or reset() everything`);
+    this.len[seq] = 0;
+  }
+
+  /**
+   * Sets every sequence's length from an attention mask [B, M] (M <= capacity): row b must
+   * be a prefix of ones followed by zeros (length = number of ones). Any other row (left
+   * padding, holes) is rejected and nothing changes.
+   */
+  setLengthsFromMask(mask: Tensor | { dtype?: string; shape?: readonly number[]; data: ArrayLike<number | bigint | boolean> }): Int32Array {
+    this.assertAlive();
+    if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
+    if (mask === null || typeof mask !== 'object' || !('data' in mask)) bad('INVALID_ARGUMENT', `kvCache.setLengthsFromMask mask: expected a tensor [${this.batch}, M], got ${show(mask)}`);
+    const shape = mask.shape ?? bad('INVALID_SHAPE', 'kvCache.setLengthsFromMask mask: a shape is required');
+    const limit = this.window ? this.capacity : this.rows;
+    if (shape.length !== 2 || shape[0] !== this.batch || shape[1] > limit) {
+      bad('INVALID_SHAPE', `kvCache.setLengthsFromMask mask: expected [${this.batch}, M] with M <= ${limit}, got ${show([...shape])}`);
+    }
+    const M = shape[1];
+    const data = mask.data as ArrayLike<number | bigint | boolean>;
+    if (data.length !== this.batch * M) bad('INVALID_SHAPE', `kvCache.setLengthsFromMask mask: expected ${this.batch * M} values, got ${data.length}`);
+    const out = new Int32Array(this.batch);
+    for (let b = 0; b < this.batch; b++) {
+      let n = 0;
+      while (n < M && isOne(data[b * M + n], b, n)) n++;
+      for (let j = n; j < M; j++) {
+        if (isOne(data[b * M + j], b, j)) {
+          bad('INVALID_VALUE', `kvCache.setLengthsFromMask mask: row ${b} is not a prefix of ones (zero at ${n}, one at ${j}); left padding or holes cannot give a write position`);
+        }
+      }
+      out[b] = n;
+    }
+    this.len.set(out);
+    return out.slice();
+  }
+
+  dispose(): void {
+    if (!this.alive) return;
+    this.alive = false;
+    for (const v of this.views) v?.dispose();
+    this.storage.dispose();
+    this.meta.dispose();
+  }
+
+  get disposed(): boolean {
+    return !this.alive;
+  }
+
+  // ---- internals ---------------------------------------------------------------------
+
+  private layerPtr(layer: number, kv: 0 | 1): number {
+    const block = this.batch * this.kvHeads * this.rows * this.headDim * 4;
+    return this.storage.byteOffset + (layer * 2 + kv) * block;
+  }
+
+  private view(layer: number, kv: 0 | 1): Tensor {
+    this.assertAlive();
+    const L = this.checkLayer(layer, kv ? 'values' : 'keys');
+    const i = 2 * L + kv;
+    let t = this.views[i];
+    if (t === null || t.disposed) {
+      // A view: owned by the instance (so ek.run accepts it) but not one of its live
+      // allocations, so disposing it frees nothing.
+      t = new Tensor(this.ek, F32, [this.batch, this.kvHeads, this.rows, this.headDim], this.layerPtr(L, kv));
+      this.views[i] = t;
+    }
+    return t;
+  }
+
+  private checkLayer(layer: number, what: string): number {
+    if (typeof layer !== 'number' || !Number.isInteger(layer) || layer < 0 || layer >= this.layers) {
+      bad('INVALID_ARGUMENT', `kvCache.${what} layer: expected an integer in [0, ${this.layers - 1}], got ${show(layer)}`);
+    }
+    return layer;
+  }
+
+  private checkInput(t: Tensor, what: string): void {
+    if (!(t instanceof Tensor)) bad('INVALID_ARGUMENT', `kvCache ${what}: expected a package Tensor (float32), got ${show(t)}`);
+    t.assertAlive(`kvCache ${what}`);
+    if (t.owner !== this.ek) bad('INVALID_ARGUMENT', `kvCache ${what}: the tensor belongs to another instance`);
+    if (t.dtype !== this.dtype) bad('INVALID_DTYPE', `kvCache ${what}: expected dtype ${this.dtype} (the cache's), got ${t.dtype}`);
+    if (overlaps(t, this.storage) && what !== 'q') bad('ALIASING', `kvCache ${what}: overlaps the cache storage`);
+  }
+
+  private readCounts(opts: AppendOptions, packed: boolean, S: number): Int32Array {
+    const B = this.batch;
+    if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.append options: expected an object, got ${show(opts)}`);
+    const l = opts.lengths;
+    const out = new Int32Array(B);
+    if (l === undefined) {
+      if (packed) bad('MISSING_INPUT', `kvCache.append lengths: required for packed [T,H,D] input (new tokens per sequence, [${B}])`);
+      out.fill(S);
+      return out;
+    }
+    if (l === null || typeof l !== 'object' || typeof (l as ArrayLike<number>).length !== 'number' || l.length !== B) {
+      bad('INVALID_ARGUMENT', `kvCache.append lengths: expected ${B} per-sequence counts, got ${show(l)}`);
+    }
+    let sum = 0;
+    for (let b = 0; b < B; b++) {
+      const c = Number(l[b]);
+      if (!Number.isInteger(c) || c < 0 || (!packed && c > S)) bad('INVALID_VALUE', `kvCache.append lengths[${b}]: expected an integer in [0, ${packed ? 'T' : S}], got ${show(l[b])}`);
+      out[b] = c;
+      sum += c;
+    }
+    if (packed && sum !== S) bad('INVALID_VALUE', `kvCache.append lengths: packed input holds ${S} tokens, the counts sum to ${sum}`);
+    return out;
+  }
+
+  private assertAlive(): void {
+    if (!this.alive) bad('DISPOSED', 'this KVCache was disposed');
+    if (this.ek.disposed) bad('DISPOSED', 'the Kernels instance of this KVCache was disposed');
+  }
+}
+
+function isOne(v: number | bigint | boolean, b: number, j: number): boolean {
+  if (v === 1 || v === true || v === 1n) return true;
+  if (v === 0 || v === false || v === 0n) return false;
+  return bad('INVALID_VALUE', `kvCache.setLengthsFromMask mask[${b}][${j}]: expected 0 or 1, got ${show(v)}`);
+}
+
+function overlaps(a: Tensor, b: Tensor): boolean {
+  if (a === b) return true;
+  const aEnd = a.byteOffset + Math.max(a.byteLength, 1), bEnd = b.byteOffset + Math.max(b.byteLength, 1);
+  return a.byteOffset < bEnd && b.byteOffset < aEnd;
+}

@@ -1,0 +1,7 @@
+/** The decode-loop host side: llama2.c checkpoints and tokenizers, sampling, a Llama forward pass on the kernels. */
+export { type LlamaConfig, type WeightLayout, readConfig, weightLayout, parseCheckpoint, writeCheckpoint } from './checkpoint.js';
+export { Tokenizer, BOS, EOS } from './tokenizer.js';
+export { Sampler, XorShiftRng, sampleMult, sampleTopp, type SamplerOptions } from './sampler.js';
+export { Llama, ropeTable, type LlamaOptions } from './model.js';
+export { generate, type GenerateOptions, type GenerateResult } from './generate.js';
+export { tinyModel, randomWeights, mulberry32, TINY_CONFIG } from './tiny.js';

@@ -1,0 +1,27 @@
+/**
+ * Typed access to the decode-step kernels of assembly/llm.ts and the scatter kernels the
+ * KV cache uses. Internal: every pointer is a byte offset in the instance's memory and the
+ * caller guarantees each kernel's buffer contract (see the comments in assembly/).
+ */
+import type { Kernels } from '../kernels.js';
+
+export interface LlmKernels {
+  matvecF32(out: number, w: number, x: number, d: number, n: number): void;
+  rmsnormF32(out: number, x: number, w: number, n: number, eps: number): void;
+  ropeF32(vec: number, cs: number, nHeads: number, headSize: number): void;
+  swigluF32(h: number, g: number, n: number): void;
+  addF32(out: number, a: number, b: number, n: number): void;
+  softmaxF32(x: number, n: number): void;
+  argmaxF32(x: number, n: number): number;
+  attendF32(
+    out: number, q: number, k: number, v: number, Hq: number, Hkv: number, S: number, qLen: number, D: number, N: number,
+    qHeadStride: number, qRowStride: number, kvLen: number, window: number, causal: number, scale: number, scores: number,
+  ): void;
+  scatterRows(cache: number, update: number, B: number, P: number, N: number, S: number, rowBytes: number, writeIdx: number, lengths: number, circular: number): void;
+  scatterPackedRows(cache: number, update: number, B: number, H: number, N: number, rowBytes: number, writeIdx: number, lengths: number): void;
+}
+
+/** The instance's kernel exports, typed. */
+export function llmKernels(ek: Kernels): LlmKernels {
+  return ek.exports as unknown as LlmKernels;
+}

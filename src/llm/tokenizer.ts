@@ -1,0 +1,162 @@
+/**
+ * llama2.c's tokenizer.bin and its BPE, byte for byte as run.c does it.
+ *
+ * File: int32 max_token_length, then for each of vocab_size tokens (vocab_size comes from
+ * the checkpoint): float32 score, int32 len, len bytes. Tokens are byte strings (C strings:
+ * everything from a NUL byte on is ignored, as run.c's strcmp/printf do).
+ *
+ * encode (run.c): BOS (1) if asked; a dummy-prefix token " " when the text is not empty;
+ * then each UTF-8 character (up to 4 bytes) as its token, or its bytes as byte-fallback
+ * tokens (byte + 3); then repeatedly merge the adjacent pair whose concatenation is a token
+ * with the highest score (first such pair on ties); EOS (2) if asked.
+ * decode: the piece of a token; after BOS a leading space is dropped; pieces "<0xXX>" are
+ * the raw byte XX. `printable` is run.c's safe_printf filter.
+ */
+import { KernelError } from '../errors.js';
+
+export const BOS = 1;
+export const EOS = 2;
+
+function key(bytes: Uint8Array): string {
+  let s = '';
+  for (let i = 0; i < bytes.length; i++) s += String.fromCharCode(bytes[i]);
+  return s;
+}
+
+function cString(b: Uint8Array): Uint8Array {
+  const z = b.indexOf(0);
+  return z < 0 ? b : b.subarray(0, z);
+}
+
+export class Tokenizer {
+  readonly vocab: Uint8Array[];
+  readonly scores: Float32Array;
+  readonly maxTokenLength: number;
+  private readonly ids = new Map<string, number>();
+
+  constructor(vocab: Uint8Array[], scores: ArrayLike<number>, maxTokenLength: number) {
+    this.vocab = vocab.map(cString);
+    this.scores = Float32Array.from(scores);
+    this.maxTokenLength = maxTokenLength;
+    // First id wins for duplicate strings.
+    this.vocab.forEach((v, i) => {
+      const k = key(v);
+      if (!this.ids.has(k)) this.ids.set(k, i);
+    });
+  }
+
+  get vocabSize(): number {
+    return this.vocab.length;
+  }
+
+  /** Reads tokenizer.bin for a model with `vocabSize` tokens. */
+  static parse(bytes: Uint8Array, vocabSize: number): Tokenizer {
+    const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+    const fail = (msg: string): never => { throw new KernelError('INVALID_VALUE', `tokenizer.bin: ${msg}`); };
+    if (bytes.byteLength < 4) fail(`expected at least 4 bytes, got ${bytes.byteLength}`);
+    const maxLen = dv.getInt32(0, true);
+    let p = 4;
+    const vocab: Uint8Array[] = [], scores: number[] = [];
+    for (let i = 0; i < vocabSize; i++) {
+      if (p + 8 > bytes.byteLength) fail(`token ${i}: file ends at byte ${bytes.byteLength} (the model has ${vocabSize} tokens)`);
+      scores.push(dv.getFloat32(p, true));
+      const len = dv.getInt32(p + 4, true);
+      p += 8;
+      if (len < 0 || p + len > bytes.byteLength) fail(`token ${i}: length ${len} at byte ${p - 4} runs past the end (${bytes.byteLength} bytes)`);
+      vocab.push(bytes.slice(p, p + len));
+      p += len;
+    }
+    return new Tokenizer(vocab, scores, maxLen);
+  }
+
+  /** Serializes in the tokenizer.bin format. */
+  static write(vocab: Uint8Array[], scores: ArrayLike<number>, maxTokenLength?: number): Uint8Array {
+    const max = maxTokenLength ?? vocab.reduce((m, v) => Math.max(m, v.length), 0);
+    const size = 4 + vocab.reduce((n, v) => n + 8 + v.length, 0);
+    const out = new Uint8Array(size);
+    const dv = new DataView(out.buffer);
+    dv.setInt32(0, max, true);
+    let p = 4;
+    vocab.forEach((v, i) => {
+      dv.setFloat32(p, scores[i], true);
+      dv.setInt32(p + 4, v.length, true);
+      out.set(v, p + 8);
+      p += 8 + v.length;
+    });
+    return out;
+  }
+
+  /** Token id of a byte string, or −1. */
+  lookup(bytes: Uint8Array | string): number {
+    return this.ids.get(typeof bytes === 'string' ? bytes : key(bytes)) ?? -1;
+  }
+
+  /** run.c's encode(). `text`: a string (encoded as UTF-8) or raw bytes. */
+  encode(text: string | Uint8Array, bos = true, eos = false): number[] {
+    let t = typeof text === 'string' ? new TextEncoder().encode(text) : text;
+    t = cString(t);
+    const tokens: number[] = [];
+    if (bos) tokens.push(BOS);
+    if (t.length > 0) {
+      // run.c pushes str_lookup(" ") unconditionally; a vocabulary without " " would
+      // push −1 there (undefined behaviour in C), so it is skipped here.
+      const dummy = this.lookup(' ');
+      if (dummy >= 0) tokens.push(dummy);
+    }
+    let buf: number[] = [];
+    for (let i = 0; i < t.length; i++) {
+      const c = t[i];
+      if ((c & 0xc0) !== 0x80) buf = [];
+      buf.push(c);
+      const next = i + 1 < t.length ? t[i + 1] : 0;
+      if ((next & 0xc0) === 0x80 && buf.length < 4) continue;
+      const id = this.lookup(String.fromCharCode(...buf));
+      if (id !== -1) tokens.push(id);
+      else for (const b of buf) tokens.push(b + 3);
+      buf = [];
+    }
+    const keys = tokens.map((id) => key(this.vocab[id] ?? new Uint8Array(0)));
+    for (;;) {
+      let bestScore = -1e10, bestId = -1, bestIdx = -1;
+      for (let i = 0; i < tokens.length - 1; i++) {
+        const id = this.lookup(keys[i] + keys[i + 1]);
+        if (id !== -1 && this.scores[id] > bestScore) {
+          bestScore = this.scores[id]; bestId = id; bestIdx = i;
+        }
+      }
+      if (bestIdx === -1) break;
+      tokens.splice(bestIdx, 2, bestId);
+      keys.splice(bestIdx, 2, key(this.vocab[bestId]));
+    }
+    if (eos) tokens.push(EOS);
+    return tokens;
+  }
+
+  /** run.c's decode(prev, token): the bytes of the piece. */
+  decode(prev: number, token: number): Uint8Array {
+    let piece = this.vocab[token];
+    if (prev === BOS && piece[0] === 0x20) piece = piece.subarray(1);
+    // sscanf(piece, "<0x%02hhX>", &byte): "<0x" then one or two hex digits.
+    if (piece.length >= 4 && piece[0] === 0x3c && piece[1] === 0x30 && piece[2] === 0x78) {
+      const hex = (c: number) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
+      const h0 = hex(piece[3]);
+      if (h0 >= 0) {
+        const h1 = piece.length > 4 ? hex(piece[4]) : -1;
+        const byte = h1 >= 0 ? h0 * 16 + h1 : h0;
+        return byte === 0 ? new Uint8Array(0) : Uint8Array.of(byte);
+      }
+    }
+    return piece;
+  }
+
+  /** run.c's safe_printf: what gets printed for a piece (nothing for one unprintable byte). */
+  static printable(piece: Uint8Array): Uint8Array {
+    if (piece.length === 0) return piece;
+    if (piece.length === 1) {
+      const b = piece[0];
+      const print = b >= 0x20 && b <= 0x7e, space = b === 0x20 || (b >= 0x09 && b <= 0x0d);
+      if (!(print || space)) return new Uint8Array(0);
+    }
+    return piece;
+  }
+}

@@ -1,0 +1,340 @@
+/**
+ * Decode-step kernels (assembly/llm.ts) against plain references, the llama2.c checkpoint
+ * loader, the tokenizer, the sampler and a fixed-seed generation against a float64 forward.
+ */
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import * as pkg from '../dist/index.js';
+import { init, type Kernels, type Tensor } from './helpers.js';
+import * as ref from './ref/llm.js';
+
+let ek: Kernels;
+beforeAll(async () => {
+  ek = await init();
+});
+
+type K = Record<string, (...a: number[]) => number>;
+const kx = () => ek.exports as unknown as K;
+const f32 = (data: ArrayLike<number>) => ek.tensor('float32', [data.length], Float32Array.from(data));
+const arr = (n: number, rnd: () => number, amp = 1) => Array.from({ length: n }, () => (rnd() * 2 - 1) * amp);
+const lcg = (seed: number) => { let s = seed >>> 0; return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 4294967296; }; };
+
+function close(got: ArrayLike<number>, want: ArrayLike<number>, rel: number, abs: number, label: string): void {
+  expect(got.length, `${label} length`).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    const tol = abs + rel * Math.abs(want[i]);
+    if (!(Math.abs(got[i] - want[i]) <= tol)) expect.fail(`${label}[${i}]: got ${got[i]}, want ${want[i]} (tol ${tol})`);
+  }
+}
+
+function withTensors<T>(ts: Tensor[], fn: () => T): T {
+  try { return fn(); } finally { for (const t of ts) t.dispose(); }
+}
+
+describe('matvecF32', () => {
+  it('matches the reference for every row remainder and column tail (d, n in 0..19)', () => {
+    const rnd = lcg(1);
+    for (let d = 0; d <= 19; d++) {
+      for (const n of [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 19]) {
+        const w = arr(d * n, rnd), x = arr(n, rnd);
+        const W = f32(w), X = f32(x), O = f32(new Array(d + 4).fill(7));
+        withTensors([W, X, O], () => {
+          kx().matvecF32(O.byteOffset, W.byteOffset, X.byteOffset, d, n);
+          const got = O.data as Float32Array;
+          close(got.subarray(0, d), ref.matvec(w, x, d, n), 1e-5, 1e-5 * n, `matvec d=${d} n=${n}`);
+          expect(Array.from(got.subarray(d)), 'nothing written past out').toEqual([7, 7, 7, 7]);
+        });
+      }
+    }
+  });
+  it('property: random shapes', () => {
+    fc.assert(fc.property(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 1, max: 300 }), fc.integer(), (d, n, seed) => {
+      const rnd = lcg(seed);
+      const w = arr(d * n, rnd), x = arr(n, rnd);
+      const W = f32(w), X = f32(x), O = f32(new Array(d).fill(0));
+      withTensors([W, X, O], () => {
+        kx().matvecF32(O.byteOffset, W.byteOffset, X.byteOffset, d, n);
+        close(O.data as Float32Array, ref.matvec(w, x, d, n), 1e-4, 2e-6 * n, 'matvec');
+      });
+    }), { seed: 7, numRuns: 60 });
+  });
+});
+
+describe('elementwise kernels', () => {
+  const lengths = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 64, 100, 259];
+  it('rmsnormF32 (also in place)', () => {
+    const rnd = lcg(2);
+    for (const n of lengths.filter((n) => n > 0)) {
+      const x = arr(n, rnd, 3), w = arr(n, rnd);
+      const X = f32(x), W = f32(w), O = f32(new Array(n + 3).fill(5));
+      withTensors([X, W, O], () => {
+        kx().rmsnormF32(O.byteOffset, X.byteOffset, W.byteOffset, n, 1e-5);
+        const want = ref.rmsnorm(x, w);
+        close((O.data as Float32Array).subarray(0, n), want, 1e-5, 1e-6, `rmsnorm n=${n}`);
+        expect(Array.from((O.data as Float32Array).subarray(n))).toEqual([5, 5, 5]);
+        kx().rmsnormF32(X.byteOffset, X.byteOffset, W.byteOffset, n, 1e-5);
+        close(X.data as Float32Array, want, 1e-5, 1e-6, `rmsnorm in place n=${n}`);
+      });
+    }
+  });
+  it('swigluF32, addF32, softmaxF32, argmaxF32', () => {
+    const rnd = lcg(3);
+    for (const n of lengths) {
+      const h = arr(n, rnd, 12), g = arr(n, rnd, 2);
+      const H = f32([...h, 9, 9]), G = f32(g);
+      withTensors([H, G], () => {
+        kx().swigluF32(H.byteOffset, G.byteOffset, n);
+        close((H.data as Float32Array).subarray(0, n), ref.swiglu(h, g), 2e-6, 1e-7, `swiglu n=${n}`);
+        expect(Array.from((H.data as Float32Array).subarray(n))).toEqual([9, 9]);
+      });
+      const a = arr(n, rnd), b = arr(n, rnd);
+      const A = f32(a), B = f32(b), O = f32([...new Array(n).fill(0), 4]);
+      withTensors([A, B, O], () => {
+        kx().addF32(O.byteOffset, A.byteOffset, B.byteOffset, n);
+        expect(Array.from((O.data as Float32Array).subarray(0, n))).toEqual(a.map((v, i) => Math.fround(Math.fround(v) + Math.fround(b[i]))));
+        expect((O.data as Float32Array)[n]).toBe(4);
+      });
+      if (n === 0) continue;
+      const s = arr(n, rnd, 30);
+      const S = f32([...s, 3]);
+      withTensors([S], () => {
+        expect(kx().argmaxF32(S.byteOffset, n), `argmax n=${n}`).toBe(ref.argmax(Float32Array.from(s)));
+        kx().softmaxF32(S.byteOffset, n);
+        close((S.data as Float32Array).subarray(0, n), ref.softmax(Float32Array.from(s)), 3e-6, 1e-9, `softmax n=${n}`);
+        expect((S.data as Float32Array)[n]).toBe(3);
+      });
+    }
+  });
+  it('argmaxF32 returns the first of tied maxima; softmax of extreme ranges has no NaN', () => {
+    const T = f32([1, 5, 2, 5, 5, -1, 5, 0, 1]);
+    withTensors([T], () => expect(kx().argmaxF32(T.byteOffset, 9)).toBe(1));
+    const U = f32([-1e30, 0, -200, 50, 88, -88, -87.4, 3]);
+    withTensors([U], () => {
+      kx().softmaxF32(U.byteOffset, 8);
+      close(U.data as Float32Array, ref.softmax(Float32Array.from([-1e30, 0, -200, 50, 88, -88, -87.4, 3])), 3e-6, 1e-12, 'softmax extremes');
+    });
+  });
+  it('ropeF32 matches llama2.c rotation for several positions and head sizes', () => {
+    const rnd = lcg(4);
+    for (const hs of [2, 4, 6, 8, 10, 16, 48]) {
+      for (const pos of [0, 1, 7, 100, 255]) {
+        const heads = 3;
+        const v = arr(heads * hs, rnd);
+        const table = new Float32Array(2 * hs);
+        pkg.ropeTable(pos, hs, table);
+        const V = f32([...v, 8]), C = f32(table);
+        withTensors([V, C], () => {
+          kx().ropeF32(V.byteOffset, C.byteOffset, heads, hs);
+          close((V.data as Float32Array).subarray(0, heads * hs), ref.rope(Float32Array.from(v), pos, heads, hs), 1e-5, 5e-5, `rope hs=${hs} pos=${pos}`);
+          expect((V.data as Float32Array)[heads * hs]).toBe(8);
+        });
+      }
+    }
+  });
+});
+
+describe('llama2.c checkpoint loader', () => {
+  const cfg: ref.RefConfig = { dim: 24, hidden: 40, layers: 2, heads: 4, kvHeads: 2, vocab: 37, seqLen: 32, shared: true };
+  it('reads the header and places every weight (shared and unshared classifier)', () => {
+    for (const shared of [true, false]) {
+      const c = { ...cfg, shared };
+      const { bytes, weights } = ref.makeCheckpoint(c, 11);
+      const { config, layout } = pkg.parseCheckpoint(bytes);
+      expect(config).toEqual({ dim: 24, hiddenDim: 40, nLayers: 2, nHeads: 4, nKvHeads: 2, vocabSize: 37, seqLen: 32, sharedClassifier: shared });
+      const f = new Float32Array(bytes.slice(28).buffer);
+      const names = ['emb', 'rmsAtt', 'wq', 'wk', 'wv', 'wo', 'rmsFfn', 'w1', 'w2', 'w3', 'rmsFinal', 'wcls'] as const;
+      const mine = ['tokenEmbedding', 'rmsAtt', 'wq', 'wk', 'wv', 'wo', 'rmsFfn', 'w1', 'w2', 'w3', 'rmsFinal', 'wcls'] as const;
+      names.forEach((n, i) => {
+        const at = layout[mine[i]];
+        expect(Array.from(f.subarray(at, at + weights[n].length)), n).toEqual(Array.from(weights[n]));
+      });
+      // round trip through the package's writer
+      expect(pkg.writeCheckpoint(config, f)).toEqual(bytes);
+    }
+  });
+  it('rejects truncated files and bad headers', () => {
+    const { bytes } = ref.makeCheckpoint(cfg, 1);
+    expect(() => pkg.parseCheckpoint(bytes.subarray(0, bytes.length - 4))).toThrow(/expected at least/);
+    expect(() => pkg.parseCheckpoint(bytes.subarray(0, 20))).toThrow(/header/);
+    const bad = bytes.slice();
+    new DataView(bad.buffer).setInt32(12, 5, true); // n_heads 5 does not divide dim 24
+    expect(() => pkg.parseCheckpoint(bad)).toThrow(/multiple of n_heads/);
+  });
+});
+
+describe('tokenizer (run.c rules)', () => {
+  // A vocabulary in sentencepiece's layout: specials, 256 byte tokens, then pieces with scores.
+  const pieces = [' ', 'a', 'b', 'c', 'h', 'e', 'l', 'o', ' h', 'he', 'll', 'hel', 'hell', 'hello', ' hello', 'lo', ' a', 'ab', 'abc', 'é'];
+  const vocab: (string | Uint8Array)[] = ['<unk>', '\n<s>\n', '\n</s>\n'];
+  for (let b = 0; b < 256; b++) vocab.push(`<0x${b.toString(16).toUpperCase().padStart(2, '0')}>`);
+  const scores = vocab.map(() => 0);
+  pieces.forEach((p, i) => { vocab.push(p === 'é' ? new TextEncoder().encode('é') : p); scores.push(p.length === 1 ? -100 : -i); });
+  const bin = ref.makeTokenizer(vocab, scores);
+  const tok = pkg.Tokenizer.parse(bin, vocab.length);
+  const id = (p: string) => 259 + pieces.indexOf(p);
+
+  it('parses tokenizer.bin', () => {
+    expect(tok.vocabSize).toBe(vocab.length);
+    expect(tok.maxTokenLength).toBe(6);
+    expect(Array.from(tok.vocab[id('hello')])).toEqual(Array.from(new TextEncoder().encode('hello')));
+    expect(tok.scores[id('he')]).toBe(-9);
+    expect(() => pkg.Tokenizer.parse(bin.subarray(0, bin.length - 1), vocab.length)).toThrow(/runs past the end|file ends/);
+    expect(pkg.Tokenizer.write(tok.vocab, tok.scores, 6)).toEqual(bin);
+  });
+  it('encodes: BOS, dummy prefix, merges by best score, byte fallback at offset 3', () => {
+    expect(tok.encode('')).toEqual([1]);
+    expect(tok.encode('', false)).toEqual([]);
+    // [' ','h','e','l','l','o']: ' h' (−8) beats 'he' (−9), then 'll' (−10); ' he', 'ell', 'llo' are not pieces.
+    expect(tok.encode('hello')).toEqual([1, id(' h'), id('e'), id('ll'), id('o')]);
+    expect(tok.encode('hello', true, true)).toEqual([1, id(' h'), id('e'), id('ll'), id('o'), 2]);
+    // 'z' is not in the vocabulary: byte fallback 'z' + 3; '€' (3 bytes) likewise per byte.
+    expect(tok.encode('abz', false)).toEqual([id(' a'), id('b'), 0x7a + 3]);
+    expect(tok.encode('a€', false)).toEqual([id(' a'), 0xe2 + 3, 0x82 + 3, 0xac + 3]);
+    // 'é' is one piece (a whole UTF-8 character looked up at once).
+    expect(tok.encode('é', false)).toEqual([id(' '), id('é')]);
+    // ' a' + 'b' → no ' ab' piece; 'b' + 'c' → no 'bc': stays as is.
+    expect(tok.encode('abc', false)).toEqual([id(' a'), id('b'), id('c')]);
+  });
+  it('merge order follows scores exactly as run.c (reference BPE)', () => {
+    const refEncode = (text: string): number[] => {
+      const bytes = new TextEncoder().encode(text);
+      const lookup = (s: string) => { for (let i = 0; i < tok.vocab.length; i++) if (String.fromCharCode(...tok.vocab[i]) === s) return i; return -1; };
+      const out = [1];
+      if (bytes.length) out.push(lookup(' '));
+      let i = 0;
+      while (i < bytes.length) {
+        let j = i + 1;
+        while (j < bytes.length && (bytes[j] & 0xc0) === 0x80 && j - i < 4) j++;
+        const s = String.fromCharCode(...bytes.subarray(i, j));
+        const t = lookup(s);
+        if (t >= 0) out.push(t); else for (const b of bytes.subarray(i, j)) out.push(b + 3);
+        i = j;
+      }
+      for (;;) {
+        let best = -1e10, bi = -1, bid = -1;
+        for (let k = 0; k < out.length - 1; k++) {
+          const t = lookup(String.fromCharCode(...tok.vocab[out[k]], ...tok.vocab[out[k + 1]]));
+          if (t >= 0 && tok.scores[t] > best) { best = tok.scores[t]; bi = k; bid = t; }
+        }
+        if (bi < 0) break;
+        out.splice(bi, 2, bid);
+      }
+      return out;
+    };
+    fc.assert(fc.property(fc.array(fc.constantFrom('a', 'b', 'c', 'h', 'e', 'l', 'o', ' ', 'x', 'é', '€'), { maxLength: 14 }), (chars) => {
+      const text = chars.join('');
+      expect(tok.encode(text)).toEqual(refEncode(text));
+    }), { seed: 3, numRuns: 150 });
+  });
+  it('decodes: leading space stripped after BOS, raw bytes, safe_printf filter', () => {
+    const dec = (prev: number, t: number) => new TextDecoder().decode(tok.decode(prev, t));
+    expect(dec(1, id(' hello'))).toBe('hello');
+    expect(dec(id('a'), id(' hello'))).toBe(' hello');
+    expect(Array.from(tok.decode(5, 0x41 + 3))).toEqual([0x41]);
+    expect(Array.from(tok.decode(5, 0x0a + 3))).toEqual([0x0a]);
+    expect(Array.from(tok.decode(5, 0x00 + 3))).toEqual([]);
+    expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0x0a)))).toEqual([0x0a]);
+    expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0x07)))).toEqual([]);
+    expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0xe2)))).toEqual([]);
+    expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0xc3, 0xa9)))).toEqual([0xc3, 0xa9]);
+  });
+});
+
+describe('sampler', () => {
+  it('xorshift RNG reproduces llama2.c random_f32', () => {
+    const a = new pkg.XorShiftRng(42n), b = ref.refRng(42n);
+    for (let i = 0; i < 1000; i++) expect(a.f32()).toBe(b());
+  });
+  it('top-p sampling picks what the float64 reference picks', () => {
+    fc.assert(fc.property(fc.integer(), fc.float({ min: 0, max: Math.fround(0.999), noNaN: true }), (seed, coin) => {
+      const rnd = lcg(seed);
+      const p = ref.softmax(arr(50, rnd, 4)).map(Math.fround);
+      expect(pkg.sampleTopp(p, Math.fround(0.9), coin)).toBe(ref.refTopp(p, Math.fround(0.9), coin));
+    }), { seed: 5, numRuns: 200 });
+  });
+});
+
+describe('Llama forward and generation', () => {
+  const cfg: ref.RefConfig = { dim: 32, hidden: 48, layers: 2, heads: 4, kvHeads: 2, vocab: 64, seqLen: 48, shared: false };
+  const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
+
+  it('logits match the float64 reference forward pass for 24 steps', () => {
+    for (const shared of [false, true]) {
+      const c = { ...cfg, shared };
+      const { bytes, weights } = ref.makeCheckpoint(c, 5);
+      const m = new pkg.Llama(ek, bytes);
+      expect(m.config).toEqual(toPkg(c));
+      const r = new ref.RefLlama(c, weights);
+      try {
+        let tok = 1;
+        for (let s = 0; s < 24; s++) {
+          const got = Array.from(m.forward(tok));
+          const want = r.forward(tok);
+          close(got, want, 1e-3, 1e-3, `logits step ${s}`);
+          tok = ref.argmax(want);
+        }
+        expect(m.pos).toBe(24);
+      } finally {
+        m.dispose();
+      }
+    }
+  });
+
+  it('greedy and seeded top-p generation give the reference tokens for the first steps', () => {
+    const { bytes, weights } = ref.makeCheckpoint(cfg, 9);
+    const vocab: string[] = ['<unk>', '\n<s>\n', '\n</s>\n'];
+    for (let i = 3; i < cfg.vocab; i++) vocab.push(String.fromCharCode(0x40 + (i % 60)) + i);
+    const tokBin = ref.makeTokenizer(vocab, vocab.map(() => 0));
+    const tok = pkg.Tokenizer.parse(tokBin, cfg.vocab);
+    const m = new pkg.Llama(ek, bytes);
+    try {
+      for (const temperature of [0, 1]) {
+        const steps = 16;
+        const res = pkg.generate(m, tok, new pkg.Sampler(cfg.vocab, { temperature, seed: 1234n }), { steps, prompt: '' });
+        // reference
+        const r = new ref.RefLlama(cfg, weights);
+        const coin = ref.refRng(1234n);
+        const want = [1];
+        let t = 1;
+        for (let s = 0; s < steps; s++) {
+          const logits = r.forward(t);
+          let next: number;
+          if (temperature === 0) next = ref.argmax(logits);
+          else { const p = ref.softmax(logits.map((x) => x / temperature)); next = ref.refTopp(p, Math.fround(0.9), coin()); }
+          if (next === 1) break;
+          want.push(next);
+          t = next;
+        }
+        expect(res.tokens, `temperature ${temperature}`).toEqual(want);
+        const text: number[] = [];
+        for (let i = 1; i < want.length; i++) text.push(...pkg.Tokenizer.printable(tok.decode(want[i - 1], want[i])));
+        expect(Array.from(res.text)).toEqual(text);
+      }
+    } finally {
+      m.dispose();
+    }
+  });
+
+  it('the embedded tiny model loads, generates deterministically and allocates nothing per step', () => {
+    const { model, tokenizer, config } = pkg.tinyModel(1);
+    const m = new pkg.Llama(ek, model);
+    const tok = pkg.Tokenizer.parse(tokenizer, config.vocabSize);
+    try {
+      const before = ek.stats();
+      const off = m.cache.byteOffset;
+      const run = () => pkg.generate(m, tok, new pkg.Sampler(config.vocabSize, { temperature: 1, seed: 7 }), {
+        steps: 40, prompt: 'hi', onStep: () => { expect(m.cache.byteOffset).toBe(off); },
+      });
+      const a = run(), b = run();
+      expect(a.tokens).toEqual(b.tokens);
+      expect(a.promptTokens).toEqual([1, 0x68 + 3, 0x69 + 3]);
+      expect(a.steps).toBe(40);
+      const after = ek.stats();
+      expect(after.bytesInUse).toBe(before.bytesInUse);
+      expect(after.tensorsLive).toBe(before.tensorsLive);
+      expect(after.memoryBytes).toBe(before.memoryBytes);
+    } finally {
+      m.dispose();
+    }
+  });
+});
