@@ -1,0 +1,331 @@
+/**
+ * KVCache: append in place (vs TRT_KVCacheUpdate / TensorScatter composed by hand),
+ * attention over the valid prefix (vs a plain reference), ragged batches with slot
+ * resets, sliding windows, the mask-prefix rule, capacity overflow with nothing written,
+ * step bookkeeping errors, and a long loop with stats() unchanged.
+ */
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { expectKernelError, init, memorySnapshot, type Kernels, type Tensor } from './helpers.js';
+import { attendRow } from './ref/llm.js';
+
+let ek: Kernels;
+beforeAll(async () => {
+  ek = await init();
+});
+
+const lcg = (seed: number) => { let s = seed >>> 0; return () => { s = (Math.imul(s, 1664525) + 1013904223) >>> 0; return s / 4294967296 * 2 - 1; }; };
+
+/** Reference cache: per sequence, the list of every K/V row ever appended ([H][D] each), by position. */
+class RefCache {
+  k: number[][][][] = [];
+  v: number[][][][] = [];
+  constructor(readonly B: number, readonly window: number) {
+    for (let b = 0; b < B; b++) { this.k.push([]); this.v.push([]); }
+  }
+  reset(b: number) { this.k[b] = []; this.v[b] = []; }
+  /** attention output for query q [D] of q-head h of sequence b at absolute position P. */
+  attend(b: number, h: number, group: number, q: number[], P: number, kvLen: number, scale: number): number[] {
+    const lo = this.window ? Math.max(0, kvLen - this.window) : 0;
+    const keys: number[][] = [], vals: number[][] = [];
+    for (let p = lo; p <= P; p++) { keys.push(this.k[b][p][Math.floor(h / group)]); vals.push(this.v[b][p][Math.floor(h / group)]); }
+    return attendRow(q, keys, vals, scale);
+  }
+}
+
+function close(got: ArrayLike<number>, want: ArrayLike<number>, label: string, tol = 2e-5): void {
+  for (let i = 0; i < want.length; i++) {
+    if (!(Math.abs(got[i] - want[i]) <= tol + tol * Math.abs(want[i]))) expect.fail(`${label}[${i}]: got ${got[i]}, want ${want[i]}`);
+  }
+}
+
+/** Random padded [B,H,S,D] tensor plus its rows as [b][s][h][d]. */
+function randomPadded(B: number, H: number, S: number, D: number, rnd: () => number): { t: Tensor; rows: number[][][][] } {
+  const data = new Float32Array(B * H * S * D).map(() => rnd());
+  const rows = Array.from({ length: B }, (_, b) => Array.from({ length: S }, (_, s) => Array.from({ length: H }, (_, h) =>
+    Array.from(data.subarray(((b * H + h) * S + s) * D, ((b * H + h) * S + s + 1) * D)))));
+  return { t: ek.tensor('float32', [B, H, S, D], data), rows };
+}
+
+describe('KVCache construction and views', () => {
+  it('allocates once; keys/values are views; dispose frees everything', () => {
+    const before = ek.stats();
+    const c = ek.kvCache({ layers: 3, batch: 2, kvHeads: 2, headDim: 8, capacity: 16 });
+    expect(c.bytes).toBe(3 * 2 * 2 * 2 * 16 * 8 * 4);
+    expect(c.dtype).toBe('float32');
+    expect([...c.lengths]).toEqual([0, 0]);
+    const k1 = c.keys(1), v1 = c.values(1);
+    expect(k1.shape).toEqual([2, 2, 16, 8]);
+    expect(v1.byteOffset - k1.byteOffset).toBe(2 * 2 * 16 * 8 * 4);
+    expect(c.keys(1)).toBe(k1);
+    const mid = ek.stats();
+    k1.dispose(); // a view: frees nothing
+    expect(ek.stats().bytesInUse).toBe(mid.bytesInUse);
+    expect(c.keys(1).disposed).toBe(false);
+    c.dispose();
+    expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
+    expect(ek.stats().tensorsLive).toBe(before.tensorsLive);
+    expectKernelError(() => c.append(0, k1, k1), 'DISPOSED');
+  });
+  it('rejects bad options', () => {
+    expectKernelError(() => ek.kvCache({ layers: 0, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 }), 'INVALID_ARGUMENT', /layers/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4 }), 'INVALID_ARGUMENT', /capacity/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'int8' }), 'INVALID_DTYPE', /not implemented/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, window: 8 }), 'INVALID_ARGUMENT', />= window/);
+  });
+});
+
+describe('append vs TRT_KVCacheUpdate / TensorScatter composed by hand', () => {
+  it('padded and packed ragged appends write the same bytes as the operators', () => {
+    const B = 3, H = 2, D = 5, N = 12, L = 2;
+    const rnd = lcg(1);
+    const c = ek.kvCache({ layers: L, batch: B, kvHeads: H, headDim: D, capacity: N });
+    const byHand = Array.from({ length: 2 * L }, () => ek.tensor('float32', [B, H, N, D]));
+    const len = [0, 0, 0];
+    try {
+      for (let step = 0; step < 6; step++) {
+        const counts = [step % 3, 1, (step * 2) % 3];
+        const packed = step % 2 === 1;
+        const T = counts.reduce((a, x) => a + x, 0);
+        const cum = [0]; counts.forEach((x) => cum.push(cum[cum.length - 1] + x));
+        for (let l = 0; l < L; l++) {
+          const shape = packed ? [T, H, D] : [B, H, 2, D];
+          const size = shape.reduce((a, x) => a * x, 1);
+          const k = ek.tensor('float32', shape, new Float32Array(size).map(() => rnd()));
+          const v = ek.tensor('float32', shape, new Float32Array(size).map(() => rnd()));
+          c.append(l, k, v, { lengths: counts });
+          const attrs = { update_form: packed ? 'packed_nhd' : 'padded_bhnd' };
+          const wi = { dtype: 'int32', shape: [B], data: len };
+          const ul = { dtype: 'int32', shape: [B + 1], data: cum };
+          ek.run('TRT_KVCacheUpdate', [byHand[2 * l], k, wi, ul], attrs);
+          ek.run('TRT_KVCacheUpdate', [byHand[2 * l + 1], v, wi, ul], attrs);
+          k.dispose(); v.dispose();
+        }
+        c.advance();
+        counts.forEach((x, b) => { len[b] += x; });
+        expect([...c.lengths]).toEqual(len);
+        for (let l = 0; l < L; l++) {
+          expect(c.keys(l).bytes()).toEqual(byHand[2 * l].bytes());
+          expect(c.values(l).bytes()).toEqual(byHand[2 * l + 1].bytes());
+        }
+      }
+    } finally {
+      c.dispose();
+      byHand.forEach((t) => t.dispose());
+    }
+  });
+  it('a window cache writes what circular TensorScatter writes', () => {
+    const B = 2, H = 1, D = 4, W = 5;
+    const rnd = lcg(2);
+    const c = ek.kvCache({ layers: 1, batch: B, kvHeads: H, headDim: D, window: W });
+    const kh = ek.tensor('float32', [B, H, W, D]), vh = ek.tensor('float32', [B, H, W, D]);
+    try {
+      let pos = 0;
+      for (let step = 0; step < 12; step++) {
+        const S = 1 + (step % 3);
+        const k = randomPadded(B, H, S, D, rnd).t, v = randomPadded(B, H, S, D, rnd).t;
+        c.append(0, k, v);
+        const wi = { dtype: 'int64', shape: [B], data: [BigInt(pos % W), BigInt(pos % W)] };
+        ek.run('TensorScatter', [kh, k, wi], { mode: 'circular' });
+        ek.run('TensorScatter', [vh, v, wi], { mode: 'circular' });
+        c.advance();
+        pos += S;
+        expect(c.keys(0).bytes()).toEqual(kh.bytes());
+        expect(c.values(0).bytes()).toEqual(vh.bytes());
+        k.dispose(); v.dispose();
+      }
+      expect([...c.lengths]).toEqual([pos, pos]);
+    } finally {
+      c.dispose(); kh.dispose(); vh.dispose();
+    }
+  });
+});
+
+describe('attend', () => {
+  it('property: ragged multi-token steps, GQA, causal and not, padded and packed queries, slot resets', () => {
+    fc.assert(fc.property(fc.integer(), fc.constantFrom(0, 4, 7), fc.boolean(), (seed, window, causal) => {
+      const rnd = lcg(seed);
+      const B = 3, Hkv = 2, group = 2, Hq = Hkv * group, D = 6, cap = 24;
+      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, ...(window ? { window, capacity: cap } : { capacity: cap }) });
+      const r = new RefCache(B, window);
+      const scale = 0.4;
+      try {
+        for (let step = 0; step < 10; step++) {
+          const lens = c.lengths;
+          // finished sequences restart in their slot
+          for (let b = 0; b < B; b++) if (lens[b] > 0 && rnd() > 0.8) { c.reset(b); r.reset(b); }
+          const lensNow = c.lengths;
+          const maxNew = window ? Math.min(window, 3) : 3;
+          const counts = Array.from({ length: B }, (_, b) => Math.min(Math.floor((rnd() + 1) / 2 * (maxNew + 1)), cap - lensNow[b]));
+          const S = Math.max(1, ...counts);
+          const packed = step % 2 === 0;
+          const T = counts.reduce((a, x) => a + x, 0);
+          const kp = randomPadded(B, Hkv, S, D, rnd), vp = randomPadded(B, Hkv, S, D, rnd);
+          let k: Tensor = kp.t, v: Tensor = vp.t;
+          if (packed) {
+            // the same rows packed [T,H,D]
+            const pk: number[] = [], pv: number[] = [];
+            for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) for (let h = 0; h < Hkv; h++) { pk.push(...kp.rows[b][s][h]); pv.push(...vp.rows[b][s][h]); }
+            k = ek.tensor('float32', [T, Hkv, D], pk); v = ek.tensor('float32', [T, Hkv, D], pv);
+            kp.t.dispose(); vp.t.dispose();
+          }
+          c.append(0, k, v, { lengths: counts });
+          for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) { r.k[b].push(kp.rows[b][s]); r.v[b].push(vp.rows[b][s]); }
+          const qp = randomPadded(B, Hq, S, D, rnd);
+          let q = qp.t;
+          if (packed) {
+            const pq: number[] = [];
+            for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) for (let h = 0; h < Hq; h++) pq.push(...qp.rows[b][s][h]);
+            q = ek.tensor('float32', [T, Hq, D], pq);
+            qp.t.dispose();
+          }
+          const out = c.attend(0, q, { scale, causal });
+          const o = out.data as Float32Array;
+          let t = 0;
+          for (let b = 0; b < B; b++) {
+            const kvLen = lensNow[b] + counts[b];
+            for (let s = 0; s < (packed ? counts[b] : S); s++) {
+              for (let h = 0; h < Hq; h++) {
+                const at = packed ? ((t + s) * Hq + h) * D : ((b * Hq + h) * S + s) * D;
+                const got = o.subarray(at, at + D);
+                if (s >= counts[b]) { expect(Array.from(got)).toEqual(new Array(D).fill(0)); continue; }
+                const P = causal ? lensNow[b] + s : kvLen - 1;
+                close(got, r.attend(b, h, group, qp.rows[b][s][h], P, kvLen, scale), `step ${step} b ${b} s ${s} h ${h}`);
+              }
+            }
+            if (packed) t += counts[b];
+          }
+          out.dispose(); q.dispose(); k.dispose(); v.dispose();
+          c.advance();
+        }
+      } finally {
+        c.dispose();
+      }
+    }), { seed: 11, numRuns: 24 });
+  });
+
+  it('a window wraps many times: decode attends over exactly the last W positions', () => {
+    const W = 3, D = 4, rnd = lcg(5);
+    const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: D, window: W });
+    const r = [new RefCache(1, W), new RefCache(1, W)];
+    const out = ek.tensor('float32', [1, 2, 1, D]);
+    try {
+      for (let step = 0; step < 50; step++) {
+        for (let l = 0; l < 2; l++) {
+          const k = randomPadded(1, 1, 1, D, rnd), v = randomPadded(1, 1, 1, D, rnd), q = randomPadded(1, 2, 1, D, rnd);
+          c.append(l, k.t, v.t);
+          r[l].k[0].push(k.rows[0][0]); r[l].v[0].push(v.rows[0][0]);
+          expect(c.attend(l, q.t, { out })).toBe(out);
+          for (let h = 0; h < 2; h++) close((out.data as Float32Array).subarray(h * D, (h + 1) * D), r[l].attend(0, h, 2, q.rows[0][0][h], step, step + 1, 0.5), `step ${step}`);
+          k.t.dispose(); v.t.dispose(); q.t.dispose();
+        }
+        c.advance();
+      }
+      expect([...c.lengths]).toEqual([50]);
+    } finally {
+      c.dispose(); out.dispose();
+    }
+  });
+});
+
+describe('bookkeeping rules', () => {
+  const mk = () => ek.kvCache({ layers: 2, batch: 2, kvHeads: 1, headDim: 4, capacity: 6 });
+  it('capacity overflow is an error with nothing written', () => {
+    const c = mk();
+    const k = ek.tensor('float32', [2, 1, 4, 4], new Float32Array(32).fill(1));
+    try {
+      c.append(0, k, k); c.append(1, k, k); c.advance();
+      const snap = memorySnapshot(ek);
+      expectKernelError(() => c.append(0, k, k), 'INVALID_VALUE', /sequence 0 holds 4 tokens, appending 4 exceeds the capacity 6/);
+      expectKernelError(() => c.append(0, k, k, { lengths: [2, 3] }), 'INVALID_VALUE', /sequence 1/);
+      expect(Buffer.compare(memorySnapshot(ek), snap), 'memory unchanged').toBe(0);
+      expect([...c.lengths]).toEqual([4, 4]);
+      expect(c.stepInProgress).toBe(false);
+      c.append(0, k, k, { lengths: [2, 0] }); // fills sequence 0 exactly
+      c.append(1, k, k, { lengths: [2, 0] });
+      expect([...c.advance()]).toEqual([6, 4]);
+    } finally {
+      c.dispose(); k.dispose();
+    }
+  });
+  it('step errors: mismatched counts, double append, attend before append, advance with missing layers; reset() recovers', () => {
+    const c = mk();
+    const k = ek.tensor('float32', [2, 1, 1, 4]);
+    const q = ek.tensor('float32', [2, 2, 1, 4]);
+    try {
+      c.append(0, k, k);
+      expectKernelError(() => c.append(0, k, k), 'INVALID_ARGUMENT', /already appended/);
+      expectKernelError(() => c.append(1, k, k, { lengths: [1, 0] }), 'INVALID_VALUE', /same counts/);
+      expectKernelError(() => c.attend(1, q), 'INVALID_ARGUMENT', /append\(1/);
+      expectKernelError(() => c.advance(), 'INVALID_ARGUMENT', /layers 1 were not appended/);
+      expectKernelError(() => c.reset(0), 'INVALID_ARGUMENT', /step is in progress/);
+      expectKernelError(() => c.setLengthsFromMask({ shape: [2, 2], data: [1, 0, 1, 0] }), 'INVALID_ARGUMENT', /step is in progress/);
+      expect([...c.lengths]).toEqual([0, 0]);
+      c.reset(); // error path: drop the half-done step
+      expect(c.stepInProgress).toBe(false);
+      c.append(0, k, k); c.append(1, k, k);
+      expect([...c.advance()]).toEqual([1, 1]);
+      c.reset(1);
+      expect([...c.lengths]).toEqual([1, 0]);
+      expectKernelError(() => c.append(0, q, q), 'INVALID_SHAPE');
+      expectKernelError(() => c.append(0, k, ek.tensor('float32', [2, 1, 2, 4])), 'INVALID_SHAPE', /v: expected the shape of k/);
+      expectKernelError(() => c.append(0, k, k, { lengths: [2, 0] }), 'INVALID_VALUE', /lengths\[0\]/);
+      expectKernelError(() => c.append(0, ek.tensor('float32', [2, 1, 4]), k), 'INVALID_SHAPE');
+      expectKernelError(() => c.append(0, ek.tensor('float32', [3, 1, 4]), ek.tensor('float32', [3, 1, 4])), 'MISSING_INPUT', /packed/);
+      expectKernelError(() => c.append(2, k, k), 'INVALID_ARGUMENT', /layer/);
+      expectKernelError(() => c.append(0, c.keys(1), c.keys(1)), 'ALIASING', /overlaps the cache/);
+      expectKernelError(() => c.append(0, ek.tensor('float16', [2, 1, 1, 4]), k), 'INVALID_DTYPE');
+    } finally {
+      c.dispose(); k.dispose(); q.dispose();
+    }
+  });
+  it('setLengthsFromMask accepts prefixes of ones and rejects everything else, changing nothing', () => {
+    const c = mk();
+    try {
+      expect([...c.setLengthsFromMask({ dtype: 'int64', shape: [2, 6], data: [1n, 1n, 1n, 0n, 0n, 0n, 1n, 0n, 0n, 0n, 0n, 0n] })]).toEqual([3, 1]);
+      expect([...c.lengths]).toEqual([3, 1]);
+      const m = ek.tensor('bool', [2, 4], [1, 1, 1, 1, 0, 0, 0, 0]);
+      expect([...c.setLengthsFromMask(m)]).toEqual([4, 0]);
+      m.dispose();
+      expectKernelError(() => c.setLengthsFromMask({ shape: [2, 4], data: [0, 1, 1, 1, 1, 0, 0, 0] }), 'INVALID_VALUE', /row 0 is not a prefix of ones \(zero at 0, one at 1\)/);
+      expectKernelError(() => c.setLengthsFromMask({ shape: [2, 4], data: [1, 1, 1, 1, 1, 0, 1, 0] }), 'INVALID_VALUE', /row 1/);
+      expectKernelError(() => c.setLengthsFromMask({ shape: [2, 4], data: [1, 2, 0, 0, 1, 0, 0, 0] }), 'INVALID_VALUE', /expected 0 or 1/);
+      expectKernelError(() => c.setLengthsFromMask({ shape: [2, 7], data: new Array(14).fill(1) }), 'INVALID_SHAPE', /M <= 6/);
+      expectKernelError(() => c.setLengthsFromMask({ shape: [1, 4], data: [1, 1, 0, 0] }), 'INVALID_SHAPE');
+      expect([...c.lengths]).toEqual([4, 0]);
+      // appends continue at the mask-derived positions
+      const k = ek.tensor('float32', [2, 1, 1, 4], new Float32Array(8).fill(3));
+      c.append(0, k, k); c.append(1, k, k);
+      expect([...c.advance()]).toEqual([5, 1]);
+      const keys = c.keys(0).data as Float32Array;
+      expect(keys[4 * 4]).toBe(3); // sequence 0, position 4
+      expect(keys[6 * 4 + 0]).toBe(3); // sequence 1, position 0
+      k.dispose();
+    } finally {
+      c.dispose();
+    }
+  });
+  it('a long decode loop (20,000 steps) leaves stats() unchanged and the cache in place', () => {
+    const c = ek.kvCache({ layers: 2, batch: 2, kvHeads: 1, headDim: 4, window: 16 });
+    const k = ek.tensor('float32', [2, 1, 1, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
+    const q = ek.tensor('float32', [2, 2, 1, 4], new Float32Array(16).fill(0.1));
+    const out = ek.tensor('float32', [2, 2, 1, 4]);
+    try {
+      // warm up the scratch once, then nothing may change
+      c.append(0, k, k); c.attend(0, q, { out }); c.append(1, k, k); c.attend(1, q, { out }); c.advance();
+      const before = ek.stats(), off = c.byteOffset;
+      for (let i = 0; i < 20000; i++) {
+        c.append(0, k, k); c.attend(0, q, { out });
+        c.append(1, k, k); c.attend(1, q, { out });
+        c.advance();
+        if (i % 997 === 0) c.reset(i % 2);
+      }
+      expect(ek.stats()).toEqual(before);
+      expect(c.byteOffset).toBe(off);
+      // every key in the window is [1,2,3,4] (seq 0): attention returns that row exactly
+      expect(Array.from((out.data as Float32Array).subarray(0, 4))).toEqual([1, 2, 3, 4]);
+    } finally {
+      c.dispose(); k.dispose(); q.dispose(); out.dispose();
+    }
+  });
+});
