@@ -41,6 +41,9 @@ function close(got: ArrayLike<number>, want: ArrayLike<number>, label: string, t
 
 /** Random padded [B,H,S,D] tensor plus its rows as [b][s][h][d]. */
 function randomPadded(B: number, H: number, S: number, D: number, rnd: () => number): { t: Tensor; rows: number[][][][] } {
+  return randomPaddedIn(ek, B, H, S, D, rnd);
+}
+function randomPaddedIn(ek: Kernels, B: number, H: number, S: number, D: number, rnd: () => number): { t: Tensor; rows: number[][][][] } {
   const data = new Float32Array(B * H * S * D).map(() => rnd());
   const rows = Array.from({ length: B }, (_, b) => Array.from({ length: S }, (_, s) => Array.from({ length: H }, (_, h) =>
     Array.from(data.subarray(((b * H + h) * S + s) * D, ((b * H + h) * S + s + 1) * D)))));
@@ -141,7 +144,12 @@ describe('append vs TRT_KVCacheUpdate / TensorScatter composed by hand', () => {
   });
 });
 
-describe('attend', () => {
+for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, () => {
+  let ek: Kernels;
+  beforeAll(async () => {
+    ek = await init({ build });
+  });
+  const randomPadded = (B: number, H: number, S: number, D: number, rnd: () => number) => randomPaddedIn(ek, B, H, S, D, rnd);
   it('property: ragged multi-token steps, GQA, causal and not, padded and packed queries, slot resets', () => {
     fc.assert(fc.property(fc.integer(), fc.constantFrom(0, 4, 7), fc.boolean(), (seed, window, causal) => {
       const rnd = lcg(seed);

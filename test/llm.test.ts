@@ -9,8 +9,10 @@ import { init, type Kernels, type Tensor } from './helpers.js';
 import * as ref from './ref/llm.js';
 
 let ek: Kernels;
-beforeAll(async () => {
-  ek = await init();
+const instances: Partial<Record<'simd' | 'scalar', Kernels>> = {};
+/** Switches the tests of a describe block to one build (same sources, ASC_FEATURE_SIMD branches or not). */
+const useBuild = (build: 'simd' | 'scalar') => beforeAll(async () => {
+  ek = instances[build] ??= await init({ build });
 });
 
 type K = Record<string, (...a: number[]) => number>;
@@ -31,7 +33,9 @@ function withTensors<T>(ts: Tensor[], fn: () => T): T {
   try { return fn(); } finally { for (const t of ts) t.dispose(); }
 }
 
-describe('matvecF32', () => {
+for (const build of ['simd', 'scalar'] as const) {
+describe(`matvecF32 (${build})`, () => {
+  useBuild(build);
   it('matches the reference for every row remainder and column tail (d, n in 0..19)', () => {
     const rnd = lcg(1);
     for (let d = 0; d <= 19; d++) {
@@ -60,7 +64,8 @@ describe('matvecF32', () => {
   });
 });
 
-describe('elementwise kernels', () => {
+describe(`elementwise kernels (${build})`, () => {
+  useBuild(build);
   const lengths = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 64, 100, 259];
   it('rmsnormF32 (also in place)', () => {
     const rnd = lcg(2);
@@ -132,8 +137,10 @@ describe('elementwise kernels', () => {
     }
   });
 });
+}
 
 describe('llama2.c checkpoint loader', () => {
+  useBuild('simd');
   const cfg: ref.RefConfig = { dim: 24, hidden: 40, layers: 2, heads: 4, kvHeads: 2, vocab: 37, seqLen: 32, shared: true };
   it('reads the header and places every weight (shared and unshared classifier)', () => {
     for (const shared of [true, false]) {
@@ -255,11 +262,13 @@ describe('sampler', () => {
 });
 
 describe('Llama forward and generation', () => {
+  useBuild('simd');
   const cfg: ref.RefConfig = { dim: 32, hidden: 48, layers: 2, heads: 4, kvHeads: 2, vocab: 64, seqLen: 48, shared: false };
   const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
 
-  it('logits match the float64 reference forward pass for 24 steps', () => {
-    for (const shared of [false, true]) {
+  it('logits match the float64 reference forward pass for 24 steps (simd and scalar builds)', async () => {
+    for (const [shared, build] of [[false, 'simd'], [true, 'simd'], [false, 'scalar']] as const) {
+      const ek = instances[build] ??= await init({ build });
       const c = { ...cfg, shared };
       const { bytes, weights } = ref.makeCheckpoint(c, 5);
       const m = new pkg.Llama(ek, bytes);
