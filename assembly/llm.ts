@@ -330,14 +330,16 @@ export function argmaxF32(x: usize, n: i32): i32 {
  *
  *   q, out: query s of head h at  q + (h·qHeadStride + s·qRowStride)·4  (D floats);
  *           rows s in [qLen, S) of the output are zeroed.
- *   k, v:   [Hkv, N, D]; q head h reads kv head h / (Hq / Hkv) (GQA).
+ *   k, v:   [Hkv, N, D]; q head h reads kv head h / (Hq / Hkv) (GQA). The Hq / Hkv query
+ *           heads of a group are processed together, so each K and V row is read once
+ *           per group and query row (from memory once, then from L1).
  *   kvLen:  the sequence's total length including the qLen new tokens (positions
  *           0 … kvLen−1). Query s is at position kvLen − qLen + s.
  *   causal: query s sees positions ≤ its own (bottom-right alignment); otherwise all.
  *   window: 0 = position p is cache row p (kvLen ≤ N); else N = window, row p mod N holds
  *           the latest position ≡ p, and only positions ≥ kvLen − window are present.
  *   A query that sees no position outputs zeros.
- *   scores: N floats of scratch.
+ *   scores: (Hq / Hkv)·N floats of scratch.
  * y = Σ_p softmax(scale · q·k_p) v_p over the visible positions (max-subtracted softmax).
  */
 export function attendF32(
@@ -346,43 +348,48 @@ export function attendF32(
 ): void {
   const dd = <usize>D, nn = <usize>N, dBytes = dd << 2;
   const group = Hkv > 0 ? Hq / Hkv : 1;
+  const G = <usize>group;
   let lo = 0;
   if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
-  for (let h = 0; h < Hq; h++) {
-    const kh = k + <usize>(h / group) * nn * dBytes;
-    const vh = v + <usize>(h / group) * nn * dBytes;
+  for (let hk = 0; hk < Hkv; hk++) {
+    const kh = k + <usize>hk * nn * dBytes;
+    const vh = v + <usize>hk * nn * dBytes;
+    const h0 = hk * group;
     for (let s = 0; s < S; s++) {
-      const qs = q + <usize>(h * qHeadStride + s * qRowStride) * 4;
-      const os = out + <usize>(h * qHeadStride + s * qRowStride) * 4;
-      memory.fill(os, 0, dBytes);
+      for (let g = 0; g < group; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dBytes);
       if (s >= qLen) continue;
       const hi = causal != 0 ? kvLen - qLen + s : kvLen - 1;
       const count = hi - lo + 1;
       if (count <= 0) continue;
       const slot0 = <usize>(window > 0 ? lo % window : lo);
-      let first = <usize>count;
-      if (slot0 + first > nn) first = nn - slot0;
       const cnt = <usize>count;
-      // scores and their max
-      let m: f32 = -Infinity;
+      let first = cnt;
+      if (slot0 + first > nn) first = nn - slot0;
+      const qs = q + <usize>(h0 * qHeadStride + s * qRowStride) * 4;
+      const os = out + <usize>(h0 * qHeadStride + s * qRowStride) * 4;
+      const qStep = <usize>qHeadStride << 2;
+      // scores[g·cnt + i] = scale · q_g · k_i, each K row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const slot = i < first ? slot0 + i : i - first;
-        const sc = dot(qs, kh + slot * dBytes, dd) * scale;
-        st(scores, i, sc);
-        if (sc > m) m = sc;
+        const kr = kh + (i < first ? slot0 + i : i - first) * dBytes;
+        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd) * scale);
       }
-      const sum = expShiftSum(scores, cnt, m);
+      for (let g: usize = 0; g < G; g++) {
+        const sg = scores + ((g * cnt) << 2);
+        const m = maxOf(sg, cnt);
+        // the 1/Σ of the softmax is folded into the probabilities before the V pass
+        const inv: f32 = <f32>1 / expShiftSum(sg, cnt, m);
+        let i: usize = 0;
+        if (ASC_FEATURE_SIMD) {
+          const iv = f32x4.splat(inv);
+          for (; i + 4 <= cnt; i += 4) v128.store(sg + (i << 2), f32x4.mul(v128.load(sg + (i << 2)), iv));
+        }
+        for (; i < cnt; i++) st(sg, i, ld(sg, i) * inv);
+      }
+      // out_g = Σ_i p_g[i] · v_i, each V row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const slot = i < first ? slot0 + i : i - first;
-        axpy(os, vh + slot * dBytes, ld(scores, i), dd);
+        const vr = vh + (i < first ? slot0 + i : i - first) * dBytes;
+        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, ld(scores, g * cnt + i), dd);
       }
-      const inv: f32 = <f32>1 / sum;
-      let i: usize = 0;
-      if (ASC_FEATURE_SIMD) {
-        const iv = f32x4.splat(inv);
-        for (; i + 4 <= dd; i += 4) v128.store(os + (i << 2), f32x4.mul(v128.load(os + (i << 2)), iv));
-      }
-      for (; i < dd; i++) st(os, i, ld(os, i) * inv);
     }
   }
 }

@@ -294,7 +294,7 @@ export class KVCache {
     // ---- checks passed ----
     const kern = llmKernels(this.ek);
     out ??= this.ek.tensor('float32', q.shape);
-    const scores = this.ek.scratch(this.rows * 4);
+    const scores = this.ek.scratch(this.rows * 4 * (Hq / Hkv));
     const N = this.rows, seqBytes = Hkv * N * D * 4;
     const kL = this.layerPtr(L, 0), vL = this.layerPtr(L, 1);
     let t0 = 0;
