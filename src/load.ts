@@ -95,6 +95,17 @@ async function compileResponse(res: Response): Promise<WebAssembly.Module> {
 
 /** Turns any accepted source into a compiled module. `readFile` serves file: URLs. */
 export async function compile(src: WasmSource, readFile?: FileReader): Promise<WebAssembly.Module> {
+  try {
+    return await compileRaw(src, readFile);
+  } catch (e) {
+    if (e instanceof WebAssembly.CompileError) {
+      throw new KernelError('INVALID_ARGUMENT', `init wasm: this engine cannot compile the given module (${e.message}); a relaxed or SIMD build needs an engine that accepts it`);
+    }
+    throw e;
+  }
+}
+
+async function compileRaw(src: WasmSource, readFile?: FileReader): Promise<WebAssembly.Module> {
   if (src instanceof WebAssembly.Module) return src;
   if (ArrayBuffer.isView(src) || src instanceof ArrayBuffer) return WebAssembly.compile(src as BufferSource);
   if (typeof src === 'string' || src instanceof URL) {
@@ -140,6 +151,9 @@ export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembl
     let build: BuildName;
     if (opts.wasm !== undefined && opts.wasm !== null) {
       module = await compile(opts.wasm, readFile);
+      if (!WebAssembly.Module.exports(module).some((e) => e.name === 'heapBase')) {
+        throw new KernelError('INVALID_ARGUMENT', 'init wasm: the module is not an edgekernels build (it has no heapBase export)');
+      }
       const stated = moduleBuild(module);
       if (forced !== undefined && stated !== null && stated !== forced) {
         throw new KernelError('INVALID_ARGUMENT', `init: build ${show(forced)} was asked for, but the given wasm is the ${show(stated)} build`);
@@ -159,7 +173,14 @@ export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembl
         throw e;
       }
     }
-    return instantiate(module, opts, build);
+    try {
+      return await instantiate(module, opts, build);
+    } catch (e) {
+      if (e instanceof WebAssembly.LinkError) {
+        throw new KernelError('INVALID_ARGUMENT', `init wasm: the module is not an edgekernels build (${e.message})`);
+      }
+      throw e;
+    }
   };
 }
 

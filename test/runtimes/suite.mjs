@@ -204,7 +204,8 @@ export async function runSuite(options) {
       report.checks.push(name);
     } catch (e) {
       report.failed++;
-      report.failures.push(`${name}: ${e instanceof Failure ? e.message : (e && e.stack) || String(e)}`);
+      const detail = e instanceof Failure || (e && e.name === 'KernelError') ? e.message : String((e && e.stack) || e).split('\n').slice(0, 4).join('\n');
+      report.failures.push(`${name}: ${detail}`);
     }
   };
   const initOpts = build ? { build } : {};
@@ -278,6 +279,9 @@ export async function runSuite(options) {
     expectError(pkg, () => cache.data, 'DISPOSED', 'data of a disposed tensor');
     await expectErrorAsync(pkg, () => pkg.init({ build: 'fastest' }), 'INVALID_ARGUMENT', 'unknown build');
     await expectErrorAsync(pkg, () => pkg.init({ wasm: 42 }), 'INVALID_ARGUMENT', 'bad wasm source');
+    // not wasm at all / a valid module that is not ours (workerd refuses both at compile: same code)
+    await expectErrorAsync(pkg, () => pkg.init({ wasm: new Uint8Array([1, 2, 3, 4]) }), 'INVALID_ARGUMENT', 'garbage wasm bytes');
+    await expectErrorAsync(pkg, () => pkg.init({ wasm: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]) }), 'INVALID_ARGUMENT', 'a module without the kernels');
     ok(ek.stats().tensorsLive === 0, `tensors left: ${ek.stats().tensorsLive}`);
   });
 
