@@ -1,2 +1,815 @@
-// (placeholder: this family's kernels land with its issue)
-export {};
+// Attention kernels: online-softmax ("flash") attention in float32 over float32, float16
+// or bfloat16 K and V (widened in registers), for TRT_Attention, TRT_QuantizedAttention
+// and ONNX Attention-23/24.
+//
+// What it computes. For every sequence b, query head h (kv head h / G, G = Hq / Hkv) and
+// query row i < qLen[b]:
+//     s_j = softcap?( Σ_d (scale · q_d) k_jd ) + mask(b, h, i, j)     for visible keys j
+//     p   = softmax_j(s)            (normalization 0)   or   p = s   (normalization 1)
+//     p   = dequant(quant(p / qs)) · qs   when a quantization type is set (fp8 e4m3fn / int8)
+//     y_i = Σ_j p_j v_j
+// Key j is visible to row i iff j < kvLen[b], j ≤ i + diag[b] (causal frontier; a huge diag
+// means "not causal") and j < maskLen (when a mask is given). A row that sees no key, or
+// whose visible scores are all −∞, outputs zeros. With normalization 1, keys whose score is
+// −∞ (bool mask false) contribute nothing.
+//
+// Layout: flat pointers + strides. Every tensor is addressed by element offsets:
+//   Q row (b, h, i)  at q   + (qOff[b] + h·qHS + i·qTS) · sizeof(Q dtype)
+//   K row (b, kh, j) at k   + (kOff[b] + kh·kHS + j·kTS) · sizeof(K dtype)     (V likewise)
+//   Y row (b, h, i)  at out + (oOff[b] + h·oHS + i·oTS) · sizeof(out dtype)
+// so padded [B,H,N,D] (batch offset b·H·N·D, head stride N·D, token stride D), packed
+// [T,H,D] (offset cum[b]·H·D, head stride D, token stride H·D), ONNX 3D [B,S,H·D] and a
+// KV cache of capacity N with per-sequence valid lengths all go through the same code.
+//
+// Entry: attention(params) with `params` a block of 36 i32/f32 slots (P_* below) and
+// `seqs` (slot P_SEQS) pointing at B records of 7 int32:
+//     qOff, qLen, kOff, vOff, kvLen, oOff, diag
+// dtype codes (slot P_DTYPES = q | k << 4 | v << 8 | out << 12): 0 float32, 1 float16,
+// 2 bfloat16. Scratch (slot P_SCRATCH) must hold attentionScratchBytes(D, Dv, maxCols,
+// twoPhase) bytes, 16-byte aligned.
+//
+// Paths. Rows are processed in tiles of up to R_MAX (query row, head-of-group) pairs that
+// share one KV head: a decode step (one query row) puts all G query heads of a KV group in
+// one tile, so each K and V row is read from memory once per step; a prefill tile holds
+// consecutive query rows. A tile walks key blocks of KB keys and stops at the last key any
+// of its rows can see, so blocks a causal frontier hides entirely are never touched.
+// The one-pass path keeps a running max m and sum l per row and rescales the accumulator
+// when m grows (online softmax). The two-phase path (quantized probabilities, or when the
+// qk_matmul_output matrix is requested) first computes the tile's full score rows into
+// scratch, then normalizes, quantizes and multiplies with V block by block; it writes no
+// probability matrix to memory except the requested qk output.
+//
+// Preconditions (the host checks them): all lengths ≥ 0; every visible row lies inside
+// its tensor; qLen, kvLen, maskLen as described; scratch large enough; outputs do not
+// overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
+// never leave the output rows.
+import {
+  bf16ToF32Scalar, expScalar, expV, f16ToF32Scalar, f32ToBF16Scalar, f32ToF16Scalar, hmax,
+  hsum, hsum4, loadBF16x4, loadF16x4, tanhScalar, tanhV,
+} from './simd';
+
+// ---- parameter block ----------------------------------------------------------------
+// @ts-ignore: decorator
+@inline const P_Q = 0;
+// @ts-ignore: decorator
+@inline const P_K = 1;
+// @ts-ignore: decorator
+@inline const P_V = 2;
+// @ts-ignore: decorator
+@inline const P_OUT = 3;
+// @ts-ignore: decorator
+@inline const P_SEQS = 4;
+// @ts-ignore: decorator
+@inline const P_B = 5;
+// @ts-ignore: decorator
+@inline const P_HQ = 6;
+// @ts-ignore: decorator
+@inline const P_HKV = 7;
+// @ts-ignore: decorator
+@inline const P_D = 8;
+// @ts-ignore: decorator
+@inline const P_DV = 9;
+// @ts-ignore: decorator
+@inline const P_QHS = 10;
+// @ts-ignore: decorator
+@inline const P_QTS = 11;
+// @ts-ignore: decorator
+@inline const P_KHS = 12;
+// @ts-ignore: decorator
+@inline const P_KTS = 13;
+// @ts-ignore: decorator
+@inline const P_VHS = 14;
+// @ts-ignore: decorator
+@inline const P_VTS = 15;
+// @ts-ignore: decorator
+@inline const P_OHS = 16;
+// @ts-ignore: decorator
+@inline const P_OTS = 17;
+// @ts-ignore: decorator
+@inline const P_DTYPES = 18;
+// @ts-ignore: decorator
+@inline const P_SCALE = 19; // f32
+// @ts-ignore: decorator
+@inline const P_SOFTCAP = 20; // f32, ≤ 0 = none
+// @ts-ignore: decorator
+@inline const P_MASK = 21; // float32 additive mask rows, 0 = none
+// @ts-ignore: decorator
+@inline const P_MB = 22; // mask strides (elements) for b, h, i; 0 broadcasts
+// @ts-ignore: decorator
+@inline const P_MH = 23;
+// @ts-ignore: decorator
+@inline const P_MI = 24;
+// @ts-ignore: decorator
+@inline const P_MLEN = 25; // mask row length: keys at or past it are hidden
+// @ts-ignore: decorator
+@inline const P_NORM = 26; // 0 softmax, 1 none
+// @ts-ignore: decorator
+@inline const P_QUANT = 27; // 0 none, 1 float8e4m3fn, 2 int8
+// @ts-ignore: decorator
+@inline const P_QSCALE = 28; // f32
+// @ts-ignore: decorator
+@inline const P_QK = 29; // qk_matmul_output [B,Hq,Nq,cols] (out dtype), 0 = none
+// @ts-ignore: decorator
+@inline const P_QKMODE = 30; // 0 scaled QK, 1 + bias, 2 softcap + bias, 3 softmax
+// @ts-ignore: decorator
+@inline const P_QKCOLS = 31; // columns of the qk matrix (= rows of K and V read)
+// @ts-ignore: decorator
+@inline const P_QKBS = 32; // qk batch stride (elements)
+// @ts-ignore: decorator
+@inline const P_QKHS = 33; // qk head stride (elements); row stride is cols
+// @ts-ignore: decorator
+@inline const P_SCRATCH = 34;
+// @ts-ignore: decorator
+@inline const P_MAXCOLS = 35; // largest kvLen (or qk cols): sizes the two-phase rows
+// @ts-ignore: decorator
+@inline const PARAM_SLOTS = 36;
+// @ts-ignore: decorator
+@inline const SEQ_SLOTS = 7;
+
+// @ts-ignore: decorator
+@inline const R_MAX = 32; // rows per tile
+// @ts-ignore: decorator
+@inline const KB = 64; // keys per block
+// @ts-ignore: decorator
+@inline const NO_DIAG: i32 = 0x3fffffff;
+// @ts-ignore: decorator
+@inline const NEG_INF: f32 = -Infinity;
+
+/** Number of parameter slots (the host sizes the block with it). */
+export function attentionParamSlots(): i32 {
+  return PARAM_SLOTS;
+}
+
+@inline function roundUp(x: i32, m: i32): i32 {
+  return (x + m - 1) / m * m;
+}
+
+/** Row stride (floats) of the score buffer. */
+@inline function scoreStride(maxCols: i32, twoPhase: bool): i32 {
+  return twoPhase ? roundUp(max(maxCols, 1), KB) : KB;
+}
+
+/**
+ * Scratch bytes attention() needs: Q tile, accumulators, scores, per-row state.
+ * twoPhase: quantized probabilities or a qk output requested.
+ */
+export function attentionScratchBytes(D: i32, Dv: i32, maxCols: i32, twoPhase: bool): usize {
+  const dp = roundUp(max(D, 1), 4), dvp = roundUp(max(Dv, 1), 8);
+  const sb = scoreStride(maxCols, twoPhase);
+  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + 64;
+}
+
+// ---- current call (module globals, set by attention()) ------------------------------
+let gD: i32 = 0;
+let gDv: i32 = 0;
+let gDp: i32 = 0; // D rounded up to 4
+let gDvp: i32 = 0; // Dv rounded up to 8
+let gSB: i32 = 0; // score row stride (floats)
+let gSoftcap: f32 = 0;
+let gNorm: i32 = 0;
+let gQuant: i32 = 0;
+let gQScale: f32 = 1;
+let gQk: usize = 0;
+let gQkMode: i32 = 0;
+let gQkCols: i32 = 0;
+let gOutT: i32 = 0;
+let gTwoPhase: bool = false;
+let gKT: i32 = 0;
+let gVT: i32 = 0;
+// scratch areas
+let sQ: usize = 0; // R_MAX × Dp floats: the tile's scaled query rows
+let sAcc: usize = 0; // R_MAX × Dvp floats
+let sS: usize = 0; // R_MAX × SB floats: scores / probabilities
+let sM: usize = 0; // R_MAX f32 running max
+let sL: usize = 0; // R_MAX f32 running sum
+let sEnd: usize = 0; // R_MAX i32 visible-key end per row
+let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
+let sOutRow: usize = 0; // R_MAX ptr: output row
+let sQkRow: usize = 0; // R_MAX ptr: qk output row
+let sMax: usize = 0; // R_MAX f32: full-row max (two-phase)
+
+// ---- element loads, generic over the K / V element type ------------------------------
+// Marker types: f32 = float32, u16 = float16, i16 = bfloat16.
+
+// @ts-ignore: decorator
+@inline function ld4<T>(p: usize): v128 {
+  if (sizeof<T>() == 4) return v128.load(p);
+  else if (isSigned<T>()) return loadBF16x4(p);
+  else return loadF16x4(p);
+}
+
+// @ts-ignore: decorator
+@inline function ld1<T>(p: usize): f32 {
+  if (sizeof<T>() == 4) return load<f32>(p);
+  else if (isSigned<T>()) return bf16ToF32Scalar(<u32>load<u16>(p));
+  else return f16ToF32Scalar(<u32>load<u16>(p));
+}
+
+@inline function ldAny(p: usize, t: i32): f32 {
+  if (t == 0) return load<f32>(p);
+  if (t == 1) return f16ToF32Scalar(<u32>load<u16>(p));
+  return bf16ToF32Scalar(<u32>load<u16>(p));
+}
+
+@inline function stAny(p: usize, t: i32, x: f32): void {
+  if (t == 0) store<f32>(p, x);
+  else if (t == 1) store<u16>(p, <u16>f32ToF16Scalar(x));
+  else store<u16>(p, <u16>f32ToBF16Scalar(x));
+}
+
+@inline function esize(t: i32): usize {
+  return t == 0 ? 4 : 2;
+}
+
+/** Lane mask with the first n (0..3) lanes set; n = 0 means all four. */
+@inline function tailMask(n: i32): v128 {
+  return i32x4.lt_s(i32x4(0, 1, 2, 3), i32x4.splat(n == 0 ? 4 : n));
+}
+
+// ---- quantize → dequantize of probabilities ------------------------------------------
+// float8e4m3fn (bias 7, 3 mantissa bits, max 448, no Inf): for |x| ≥ 2^−6 (normal codes)
+// round the float32 to 3 mantissa bits by adding 0x7ffff plus the lowest kept bit (bit 20)
+// and clearing the 20 dropped bits — round to nearest, ties to even, a carry moving to the
+// next binade as it should. Below 2^−6 the codes are subnormal with step 2^−9: adding and
+// subtracting 2^14 (whose float32 ulp is 2^−9) rounds to that step, ties to even, in the
+// hardware. Saturation: anything that rounds above 448 becomes 448 (min after rounding;
+// values in (448, 464) already round to 448). The sign is carried separately.
+// int8: x rounded half to even (f32 nearest), clamped to [−128, 127].
+
+@inline function quantE4m3Scalar(x: f32): f32 {
+  const bits = reinterpret<u32>(x);
+  const sign = bits & 0x80000000;
+  const a = reinterpret<f32>(bits & 0x7fffffff);
+  let r: f32;
+  if (a >= <f32>0.015625) {
+    const ab = reinterpret<u32>(a);
+    r = reinterpret<f32>((ab + 0x7ffff + ((ab >> 20) & 1)) & 0xfff00000);
+    if (r > 448) r = 448;
+  } else {
+    r = (a + <f32>16384.0) - <f32>16384.0;
+  }
+  return reinterpret<f32>(reinterpret<u32>(r) | sign);
+}
+
+@inline function quantE4m3V(x: v128): v128 {
+  const sign = v128.and(x, i32x4.splat(0x80000000));
+  const a = v128.andnot(x, i32x4.splat(0x80000000));
+  const rn = v128.and(
+    i32x4.add(i32x4.add(a, i32x4.splat(0x7ffff)), v128.and(i32x4.shr_u(a, 20), i32x4.splat(1))),
+    i32x4.splat(0xfff00000),
+  );
+  const rs = f32x4.sub(f32x4.add(a, f32x4.splat(16384.0)), f32x4.splat(16384.0));
+  const r = v128.bitselect(f32x4.min(rn, f32x4.splat(448.0)), rs, f32x4.ge(a, f32x4.splat(0.015625)));
+  return v128.or(r, sign);
+}
+
+@inline function quantInt8Scalar(x: f32): f32 {
+  let r = nearest<f32>(x);
+  if (r > 127) r = 127;
+  if (r < -128) r = -128;
+  return r;
+}
+
+@inline function quantInt8V(x: v128): v128 {
+  return f32x4.max(f32x4.min(f32x4.nearest(x), f32x4.splat(127.0)), f32x4.splat(-128.0));
+}
+
+/** p ← dequant(quant(p / qs)) · qs over n floats (n a multiple of 4 in the SIMD build). */
+function quantizeRow(p: usize, n: i32): void {
+  const qs = gQScale, inv: f32 = <f32>1.0 / qs;
+  if (ASC_FEATURE_SIMD) {
+    const vq = f32x4.splat(qs), vi = f32x4.splat(inv);
+    if (gQuant == 1) {
+      for (let j = 0; j < n; j += 4) {
+        const a = p + (<usize>j << 2);
+        v128.store(a, f32x4.mul(quantE4m3V(f32x4.mul(v128.load(a), vi)), vq));
+      }
+    } else {
+      for (let j = 0; j < n; j += 4) {
+        const a = p + (<usize>j << 2);
+        v128.store(a, f32x4.mul(quantInt8V(f32x4.mul(v128.load(a), vi)), vq));
+      }
+    }
+  } else {
+    for (let j = 0; j < n; j++) {
+      const a = p + (<usize>j << 2);
+      const x = load<f32>(a) * inv;
+      store<f32>(a, (gQuant == 1 ? quantE4m3Scalar(x) : quantInt8Scalar(x)) * qs);
+    }
+  }
+}
+
+// ---- the tile's Q rows ------------------------------------------------------------------
+
+/** Copies row `src` (dtype t, D elements) into the tile's float32 row r, times scale, zero-padded to Dp. */
+function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
+  const dst = sQ + <usize>r * <usize>gDp * 4;
+  const es = esize(t);
+  for (let d = 0; d < gD; d++) store<f32>(dst + (<usize>d << 2), ldAny(src + <usize>d * es, t) * scale);
+  for (let d = gD; d < gDp; d++) store<f32>(dst + (<usize>d << 2), 0);
+}
+
+// ---- scores: S[r][jj] = qt_r · k_(j0+jj) for a block ------------------------------------
+
+function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  const D = gD, Dp = gDp, sb = <usize>gSB << 2;
+  const es = sizeof<KT>();
+  if (ASC_FEATURE_SIMD) {
+    const D4 = D & ~3, tail = D & 3;
+    const tm = tailMask(tail);
+    const qRow = <usize>Dp << 2;
+    for (let rg = 0; rg < nR4; rg += 4) {
+      const q0 = sQ + <usize>rg * qRow, q1 = q0 + qRow, q2 = q1 + qRow, q3 = q2 + qRow;
+      const s0 = sS + <usize>rg * sb + sOff;
+      let j = 0;
+      for (; j + 1 < nb; j += 2) {
+        const k0 = kRow + <usize>j * kStride, k1 = k0 + kStride;
+        let a00 = f32x4.splat(0), a10 = f32x4.splat(0), a20 = f32x4.splat(0), a30 = f32x4.splat(0);
+        let a01 = f32x4.splat(0), a11 = f32x4.splat(0), a21 = f32x4.splat(0), a31 = f32x4.splat(0);
+        let d = 0;
+        for (; d < D4; d += 4) {
+          const kv0 = ld4<KT>(k0 + <usize>d * es), kv1 = ld4<KT>(k1 + <usize>d * es);
+          const o = <usize>d << 2;
+          const x0 = v128.load(q0 + o), x1 = v128.load(q1 + o), x2 = v128.load(q2 + o), x3 = v128.load(q3 + o);
+          a00 = f32x4.add(a00, f32x4.mul(x0, kv0)); a01 = f32x4.add(a01, f32x4.mul(x0, kv1));
+          a10 = f32x4.add(a10, f32x4.mul(x1, kv0)); a11 = f32x4.add(a11, f32x4.mul(x1, kv1));
+          a20 = f32x4.add(a20, f32x4.mul(x2, kv0)); a21 = f32x4.add(a21, f32x4.mul(x2, kv1));
+          a30 = f32x4.add(a30, f32x4.mul(x3, kv0)); a31 = f32x4.add(a31, f32x4.mul(x3, kv1));
+        }
+        if (tail) {
+          const kv0 = v128.and(ld4<KT>(k0 + <usize>d * es), tm), kv1 = v128.and(ld4<KT>(k1 + <usize>d * es), tm);
+          const o = <usize>d << 2;
+          const x0 = v128.load(q0 + o), x1 = v128.load(q1 + o), x2 = v128.load(q2 + o), x3 = v128.load(q3 + o);
+          a00 = f32x4.add(a00, f32x4.mul(x0, kv0)); a01 = f32x4.add(a01, f32x4.mul(x0, kv1));
+          a10 = f32x4.add(a10, f32x4.mul(x1, kv0)); a11 = f32x4.add(a11, f32x4.mul(x1, kv1));
+          a20 = f32x4.add(a20, f32x4.mul(x2, kv0)); a21 = f32x4.add(a21, f32x4.mul(x2, kv1));
+          a30 = f32x4.add(a30, f32x4.mul(x3, kv0)); a31 = f32x4.add(a31, f32x4.mul(x3, kv1));
+        }
+        const h0 = hsum4(a00, a10, a20, a30), h1 = hsum4(a01, a11, a21, a31);
+        const c = s0 + (<usize>j << 2);
+        store<f32>(c, f32x4.extract_lane(h0, 0)); store<f32>(c, f32x4.extract_lane(h1, 0), 4);
+        store<f32>(c + sb, f32x4.extract_lane(h0, 1)); store<f32>(c + sb, f32x4.extract_lane(h1, 1), 4);
+        store<f32>(c + 2 * sb, f32x4.extract_lane(h0, 2)); store<f32>(c + 2 * sb, f32x4.extract_lane(h1, 2), 4);
+        store<f32>(c + 3 * sb, f32x4.extract_lane(h0, 3)); store<f32>(c + 3 * sb, f32x4.extract_lane(h1, 3), 4);
+      }
+      if (j < nb) {
+        const k0 = kRow + <usize>j * kStride;
+        let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+        let d = 0;
+        for (; d < D4; d += 4) {
+          const kv = ld4<KT>(k0 + <usize>d * es);
+          const o = <usize>d << 2;
+          a0 = f32x4.add(a0, f32x4.mul(v128.load(q0 + o), kv));
+          a1 = f32x4.add(a1, f32x4.mul(v128.load(q1 + o), kv));
+          a2 = f32x4.add(a2, f32x4.mul(v128.load(q2 + o), kv));
+          a3 = f32x4.add(a3, f32x4.mul(v128.load(q3 + o), kv));
+        }
+        if (tail) {
+          const kv = v128.and(ld4<KT>(k0 + <usize>d * es), tm);
+          const o = <usize>d << 2;
+          a0 = f32x4.add(a0, f32x4.mul(v128.load(q0 + o), kv));
+          a1 = f32x4.add(a1, f32x4.mul(v128.load(q1 + o), kv));
+          a2 = f32x4.add(a2, f32x4.mul(v128.load(q2 + o), kv));
+          a3 = f32x4.add(a3, f32x4.mul(v128.load(q3 + o), kv));
+        }
+        const h = hsum4(a0, a1, a2, a3);
+        const c = s0 + (<usize>j << 2);
+        store<f32>(c, f32x4.extract_lane(h, 0));
+        store<f32>(c + sb, f32x4.extract_lane(h, 1));
+        store<f32>(c + 2 * sb, f32x4.extract_lane(h, 2));
+        store<f32>(c + 3 * sb, f32x4.extract_lane(h, 3));
+      }
+    }
+  } else {
+    for (let r = 0; r < nR4; r++) {
+      const qr = sQ + <usize>r * <usize>Dp * 4;
+      const sr = sS + <usize>r * sb + sOff;
+      for (let j = 0; j < nb; j++) {
+        const kr = kRow + <usize>j * kStride;
+        let acc: f32 = 0;
+        for (let d = 0; d < D; d++) acc += load<f32>(qr + (<usize>d << 2)) * ld1<KT>(kr + <usize>d * es);
+        store<f32>(sr + (<usize>j << 2), acc);
+      }
+    }
+  }
+}
+
+// ---- per-row score post-processing ---------------------------------------------------------
+
+/**
+ * Row r of the block [j0, j0 + nb) at sRow: writes the qk modes 0/1, applies softcap and the
+ * mask, hides keys at or past the row's end with −∞ up to nbPad (a multiple of 4).
+ */
+function postRow(r: i32, sRow: usize, j0: i32, nb: i32, nbPad: i32): void {
+  const end = load<i32>(sEnd + (<usize>r << 2));
+  let lim = end - j0;
+  if (lim < 0) lim = 0;
+  if (lim > nb) lim = nb;
+  const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
+  const mrow = maskRow != 0 ? maskRow + (<usize>j0 << 2) : 0;
+  const qkRow = gQk != 0 ? load<usize>(sQkRow + (<usize>r << 2)) : 0;
+  if (qkRow != 0 && gQkMode <= 1) {
+    const es = esize(gOutT);
+    for (let jj = 0; jj < nb; jj++) {
+      let x = load<f32>(sRow + (<usize>jj << 2));
+      if (gQkMode == 1) x = jj < lim ? (mrow != 0 ? x + load<f32>(mrow + (<usize>jj << 2)) : x) : NEG_INF;
+      stAny(qkRow + <usize>(j0 + jj) * es, gOutT, x);
+    }
+  }
+  const cap = gSoftcap;
+  if (ASC_FEATURE_SIMD) {
+    const lim4 = roundUp(lim, 4);
+    if (cap > 0) {
+      const vc = f32x4.splat(cap), vi = f32x4.splat(<f32>1.0 / cap);
+      for (let jj = 0; jj < lim4; jj += 4) {
+        const a = sRow + (<usize>jj << 2);
+        v128.store(a, f32x4.mul(tanhV(f32x4.mul(v128.load(a), vi)), vc));
+      }
+    }
+    if (mrow != 0) {
+      for (let jj = 0; jj < lim4; jj += 4) {
+        const a = sRow + (<usize>jj << 2);
+        v128.store(a, f32x4.add(v128.load(a), v128.load(mrow + (<usize>jj << 2))));
+      }
+    }
+  } else {
+    for (let jj = 0; jj < lim; jj++) {
+      const a = sRow + (<usize>jj << 2);
+      let x = load<f32>(a);
+      if (cap > 0) x = tanhScalar(x / cap) * cap;
+      if (mrow != 0) x += load<f32>(mrow + (<usize>jj << 2));
+      store<f32>(a, x);
+    }
+  }
+  for (let jj = lim; jj < nbPad; jj++) store<f32>(sRow + (<usize>jj << 2), NEG_INF);
+  if (qkRow != 0 && gQkMode == 2) {
+    const es = esize(gOutT);
+    for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sRow + (<usize>jj << 2)));
+  }
+}
+
+/** Max over n floats (n a multiple of 4). */
+function rowMax(p: usize, n: i32): f32 {
+  if (ASC_FEATURE_SIMD) {
+    let m = f32x4.splat(NEG_INF);
+    for (let j = 0; j < n; j += 4) m = f32x4.max(m, v128.load(p + (<usize>j << 2)));
+    return hmax(m);
+  } else {
+    let m: f32 = NEG_INF;
+    for (let j = 0; j < n; j++) m = max(m, load<f32>(p + (<usize>j << 2)));
+    return m;
+  }
+}
+
+/** p_j ← exp(s_j − m) in place over n floats; returns Σ p_j. */
+function expRow(p: usize, n: i32, m: f32): f32 {
+  if (ASC_FEATURE_SIMD) {
+    const vm = f32x4.splat(m);
+    let s = f32x4.splat(0);
+    for (let j = 0; j < n; j += 4) {
+      const a = p + (<usize>j << 2);
+      const e = expV(f32x4.sub(v128.load(a), vm));
+      v128.store(a, e);
+      s = f32x4.add(s, e);
+    }
+    return hsum(s);
+  } else {
+    let s: f32 = 0;
+    for (let j = 0; j < n; j++) {
+      const a = p + (<usize>j << 2);
+      const e = expScalar(load<f32>(a) - m);
+      store<f32>(a, e);
+      s += e;
+    }
+    return s;
+  }
+}
+
+/** p_j ← p_j · c over n floats. */
+function scaleRow(p: usize, n: i32, c: f32): void {
+  if (ASC_FEATURE_SIMD) {
+    const vc = f32x4.splat(c);
+    for (let j = 0; j < n; j += 4) {
+      const a = p + (<usize>j << 2);
+      v128.store(a, f32x4.mul(v128.load(a), vc));
+    }
+  } else {
+    for (let j = 0; j < n; j++) {
+      const a = p + (<usize>j << 2);
+      store<f32>(a, load<f32>(a) * c);
+    }
+  }
+}
+
+/** p_j ← (p_j == −∞ ? 0 : p_j): hidden keys contribute nothing without a softmax. */
+function unhideRow(p: usize, n: i32): void {
+  for (let j = 0; j < n; j++) {
+    const a = p + (<usize>j << 2);
+    if (load<f32>(a) == NEG_INF) store<f32>(a, 0);
+  }
+}
+
+// ---- P·V: acc[r] += Σ_jj P[r][jj] · v_(j0+jj) ------------------------------------------
+
+function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  const Dv = gDv, Dvp = gDvp, sb = <usize>gSB << 2;
+  const es = sizeof<VT>();
+  const aRow = <usize>Dvp << 2;
+  if (ASC_FEATURE_SIMD) {
+    const D8 = Dv & ~7;
+    for (let rg = 0; rg < nR4; rg += 4) {
+      const p0 = sS + <usize>rg * sb + sOff, p1 = p0 + sb, p2 = p1 + sb, p3 = p2 + sb;
+      const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
+      let d = 0;
+      for (; d < D8; d += 8) {
+        const o = <usize>d << 2;
+        let x0 = v128.load(c0 + o), y0 = v128.load(c0 + o, 16);
+        let x1 = v128.load(c1 + o), y1 = v128.load(c1 + o, 16);
+        let x2 = v128.load(c2 + o), y2 = v128.load(c2 + o, 16);
+        let x3 = v128.load(c3 + o), y3 = v128.load(c3 + o, 16);
+        let vp = vRow + <usize>d * es;
+        for (let jj = 0; jj < nb; jj++) {
+          const va = ld4<VT>(vp), vb = ld4<VT>(vp + 4 * es);
+          const jo = <usize>jj << 2;
+          const w0 = v128.load32_splat(p0 + jo), w1 = v128.load32_splat(p1 + jo);
+          const w2 = v128.load32_splat(p2 + jo), w3 = v128.load32_splat(p3 + jo);
+          x0 = f32x4.add(x0, f32x4.mul(w0, va)); y0 = f32x4.add(y0, f32x4.mul(w0, vb));
+          x1 = f32x4.add(x1, f32x4.mul(w1, va)); y1 = f32x4.add(y1, f32x4.mul(w1, vb));
+          x2 = f32x4.add(x2, f32x4.mul(w2, va)); y2 = f32x4.add(y2, f32x4.mul(w2, vb));
+          x3 = f32x4.add(x3, f32x4.mul(w3, va)); y3 = f32x4.add(y3, f32x4.mul(w3, vb));
+          vp += vStride;
+        }
+        v128.store(c0 + o, x0); v128.store(c0 + o, y0, 16);
+        v128.store(c1 + o, x1); v128.store(c1 + o, y1, 16);
+        v128.store(c2 + o, x2); v128.store(c2 + o, y2, 16);
+        v128.store(c3 + o, x3); v128.store(c3 + o, y3, 16);
+      }
+      // remaining 1..7 columns: up to two chunks, the last one masked
+      for (; d < Dv; d += 4) {
+        const left = Dv - d;
+        const tm = tailMask(left >= 4 ? 0 : left);
+        const o = <usize>d << 2;
+        let x0 = v128.load(c0 + o), x1 = v128.load(c1 + o), x2 = v128.load(c2 + o), x3 = v128.load(c3 + o);
+        let vp = vRow + <usize>d * es;
+        for (let jj = 0; jj < nb; jj++) {
+          const va = v128.and(ld4<VT>(vp), tm);
+          const jo = <usize>jj << 2;
+          x0 = f32x4.add(x0, f32x4.mul(v128.load32_splat(p0 + jo), va));
+          x1 = f32x4.add(x1, f32x4.mul(v128.load32_splat(p1 + jo), va));
+          x2 = f32x4.add(x2, f32x4.mul(v128.load32_splat(p2 + jo), va));
+          x3 = f32x4.add(x3, f32x4.mul(v128.load32_splat(p3 + jo), va));
+          vp += vStride;
+        }
+        v128.store(c0 + o, x0); v128.store(c1 + o, x1); v128.store(c2 + o, x2); v128.store(c3 + o, x3);
+      }
+    }
+  } else {
+    for (let r = 0; r < nR4; r++) {
+      const pr = sS + <usize>r * sb + sOff;
+      const cr = sAcc + <usize>r * aRow;
+      for (let jj = 0; jj < nb; jj++) {
+        const w = load<f32>(pr + (<usize>jj << 2));
+        if (w == 0) continue;
+        const vr = vRow + <usize>jj * vStride;
+        for (let d = 0; d < Dv; d++) {
+          const a = cr + (<usize>d << 2);
+          store<f32>(a, load<f32>(a) + w * ld1<VT>(vr + <usize>d * es));
+        }
+      }
+    }
+  }
+}
+
+// K / V element type dispatch (one instantiation of each microkernel per dtype)
+function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  if (gKT == 0) scoresBlock<f32>(kRow, kStride, nb, nR4, sOff);
+  else if (gKT == 1) scoresBlock<u16>(kRow, kStride, nb, nR4, sOff);
+  else scoresBlock<i16>(kRow, kStride, nb, nR4, sOff);
+}
+
+function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  if (gVT == 0) pvBlock<f32>(vRow, vStride, nb, nR4, sOff);
+  else if (gVT == 1) pvBlock<u16>(vRow, vStride, nb, nR4, sOff);
+  else pvBlock<i16>(vRow, vStride, nb, nR4, sOff);
+}
+
+// ---- one tile ----------------------------------------------------------------------------
+
+/**
+ * Runs the tile whose nRows rows are set up in scratch (Q rows, ends, mask/out/qk row
+ * pointers) against K/V rows kRow/vRow (key 0 of this sequence and kv head).
+ */
+function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows: i32, tileEnd: i32): void {
+  const nR4 = roundUp(nRows, 4);
+  const sbBytes = <usize>gSB << 2;
+  memory.fill(sAcc, 0, <usize>nR4 * <usize>gDvp * 4);
+  for (let r = 0; r < nR4; r++) {
+    store<f32>(sM + (<usize>r << 2), NEG_INF);
+    store<f32>(sL + (<usize>r << 2), 0);
+  }
+  if (!gTwoPhase) {
+    for (let j0 = 0; j0 < tileEnd; j0 += KB) {
+      const nb = min(KB, tileEnd - j0);
+      const nbPad = roundUp(nb, 4);
+      scores(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0);
+      for (let r = 0; r < nR4; r++) {
+        const sRow = sS + <usize>r * sbBytes;
+        postRow(r, sRow, j0, nb, nbPad);
+        if (gNorm == 1) {
+          unhideRow(sRow, nbPad);
+          continue;
+        }
+        const mOld = load<f32>(sM + (<usize>r << 2));
+        const mNew = max(mOld, rowMax(sRow, nbPad));
+        if (mNew == NEG_INF) {
+          memory.fill(sRow, 0, <usize>nbPad << 2);
+          continue;
+        }
+        const sum = expRow(sRow, nbPad, mNew);
+        const alpha = mOld == NEG_INF ? <f32>0 : expScalar(mOld - mNew);
+        store<f32>(sL + (<usize>r << 2), load<f32>(sL + (<usize>r << 2)) * alpha + sum);
+        store<f32>(sM + (<usize>r << 2), mNew);
+        if (alpha != 1) scaleRow(sAcc + <usize>r * <usize>gDvp * 4, gDvp, alpha);
+      }
+      pv(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
+    }
+  } else {
+    // phase 1: full score rows
+    for (let j0 = 0; j0 < tileEnd; j0 += KB) {
+      const nb = min(KB, tileEnd - j0);
+      const nbPad = roundUp(nb, 4);
+      scores(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 2);
+      for (let r = 0; r < nR4; r++) postRow(r, sS + <usize>r * sbBytes + (<usize>j0 << 2), j0, nb, nbPad);
+    }
+    const endPad = roundUp(tileEnd, 4);
+    for (let r = 0; r < nR4; r++) {
+      const sRow = sS + <usize>r * sbBytes;
+      if (gNorm == 1) {
+        unhideRow(sRow, endPad);
+      } else {
+        const m = rowMax(sRow, endPad);
+        if (m == NEG_INF) {
+          memory.fill(sRow, 0, <usize>endPad << 2);
+        } else {
+          const sum = expRow(sRow, endPad, m);
+          scaleRow(sRow, endPad, <f32>1.0 / sum);
+        }
+      }
+      if (gQk != 0 && gQkMode == 3 && r < nRows) {
+        const qkRow = load<usize>(sQkRow + (<usize>r << 2));
+        const es = esize(gOutT);
+        for (let j = 0; j < tileEnd; j++) stAny(qkRow + <usize>j * es, gOutT, load<f32>(sRow + (<usize>j << 2)));
+      }
+      if (gQuant != 0) quantizeRow(sRow, endPad);
+    }
+    // phase 2: P·V
+    for (let j0 = 0; j0 < tileEnd; j0 += KB) {
+      const nb = min(KB, tileEnd - j0);
+      pv(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 2);
+    }
+  }
+  // write the rows out
+  const oneByL = gNorm == 0 && !gTwoPhase;
+  for (let r = 0; r < nRows; r++) {
+    const dst = load<usize>(sOutRow + (<usize>r << 2));
+    const acc = sAcc + <usize>r * <usize>gDvp * 4;
+    let c: f32 = 1;
+    if (oneByL) {
+      const l = load<f32>(sL + (<usize>r << 2));
+      c = l > 0 ? <f32>1.0 / l : 0;
+    }
+    if (gOutT == 0) {
+      if (ASC_FEATURE_SIMD) {
+        const vc = f32x4.splat(c);
+        const D4 = gDv & ~3;
+        let d = 0;
+        for (; d < D4; d += 4) v128.store(dst + (<usize>d << 2), f32x4.mul(v128.load(acc + (<usize>d << 2)), vc));
+        for (; d < gDv; d++) store<f32>(dst + (<usize>d << 2), load<f32>(acc + (<usize>d << 2)) * c);
+      } else {
+        for (let d = 0; d < gDv; d++) store<f32>(dst + (<usize>d << 2), load<f32>(acc + (<usize>d << 2)) * c);
+      }
+    } else {
+      for (let d = 0; d < gDv; d++) stAny(dst + (<usize>d << 1), gOutT, load<f32>(acc + (<usize>d << 2)) * c);
+    }
+  }
+}
+
+// ---- entry ---------------------------------------------------------------------------------
+
+@inline function pi(params: usize, slot: i32): i32 {
+  return load<i32>(params + (<usize>slot << 2));
+}
+
+@inline function pf(params: usize, slot: i32): f32 {
+  return load<f32>(params + (<usize>slot << 2));
+}
+
+/** Attention over all sequences, heads and rows described by the parameter block. */
+export function attention(params: usize): void {
+  const q = <usize>pi(params, P_Q), k = <usize>pi(params, P_K), v = <usize>pi(params, P_V), out = <usize>pi(params, P_OUT);
+  const seqs = <usize>pi(params, P_SEQS);
+  const B = pi(params, P_B), Hq = pi(params, P_HQ), Hkv = pi(params, P_HKV);
+  gD = pi(params, P_D);
+  gDv = pi(params, P_DV);
+  gDp = roundUp(max(gD, 1), 4);
+  gDvp = roundUp(max(gDv, 1), 8);
+  const qHS = pi(params, P_QHS), qTS = pi(params, P_QTS);
+  const kHS = pi(params, P_KHS), kTS = pi(params, P_KTS);
+  const vHS = pi(params, P_VHS), vTS = pi(params, P_VTS);
+  const oHS = pi(params, P_OHS), oTS = pi(params, P_OTS);
+  const dt = pi(params, P_DTYPES);
+  const qt = dt & 15, ot = (dt >> 12) & 15;
+  gOutT = ot;
+  const scale = pf(params, P_SCALE);
+  gSoftcap = pf(params, P_SOFTCAP);
+  const mask = <usize>pi(params, P_MASK);
+  const mB = pi(params, P_MB), mH = pi(params, P_MH), mI = pi(params, P_MI), mLen = pi(params, P_MLEN);
+  gNorm = pi(params, P_NORM);
+  gQuant = pi(params, P_QUANT);
+  gQScale = pf(params, P_QSCALE);
+  gQk = <usize>pi(params, P_QK);
+  gQkMode = pi(params, P_QKMODE);
+  gQkCols = pi(params, P_QKCOLS);
+  const qkBS = pi(params, P_QKBS), qkHS = pi(params, P_QKHS);
+  gTwoPhase = gQuant != 0 || gQk != 0;
+  gSB = scoreStride(pi(params, P_MAXCOLS), gTwoPhase);
+  // scratch layout
+  let sp = <usize>pi(params, P_SCRATCH);
+  sp = (sp + 15) & ~15;
+  sQ = sp; sp += <usize>R_MAX * <usize>gDp * 4;
+  sAcc = sp; sp += <usize>R_MAX * <usize>gDvp * 4;
+  sS = sp; sp += <usize>R_MAX * <usize>gSB * 4;
+  sM = sp; sp += R_MAX * 4;
+  sL = sp; sp += R_MAX * 4;
+  sEnd = sp; sp += R_MAX * 4;
+  sMaskRow = sp; sp += R_MAX * 4;
+  sOutRow = sp; sp += R_MAX * 4;
+  sQkRow = sp; sp += R_MAX * 4;
+  sMax = sp; sp += R_MAX * 4;
+
+  const G = Hq / Hkv;
+  gKT = (dt >> 4) & 15;
+  gVT = (dt >> 8) & 15;
+  const qes = esize(qt), oes = esize(ot), kes = esize(gKT), ves = esize(gVT);
+  const kStride = <usize>kTS * kes, vStride = <usize>vTS * ves;
+  for (let b = 0; b < B; b++) {
+    const rec = seqs + <usize>b * SEQ_SLOTS * 4;
+    const qOff = load<i32>(rec), qLen = load<i32>(rec, 4), kOff = load<i32>(rec, 8), vOff = load<i32>(rec, 12);
+    const kvLen = load<i32>(rec, 16), oOff = load<i32>(rec, 20), diag = load<i32>(rec, 24);
+    if (qLen <= 0) continue;
+    const pairs = qLen * G;
+    for (let kh = 0; kh < Hkv; kh++) {
+      const kRow = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
+      const vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
+      for (let p0 = 0; p0 < pairs; p0 += R_MAX) {
+        const nRows = min(R_MAX, pairs - p0);
+        let tileEnd = 0;
+        for (let r = 0; r < nRows; r++) {
+          const pr = p0 + r;
+          const i = pr / G, h = kh * G + pr % G;
+          gatherQ(r, q + (<usize>qOff + <usize>h * <usize>qHS + <usize>i * <usize>qTS) * qes, qt, scale);
+          let end = kvLen;
+          if (diag != NO_DIAG) end = min(end, max(0, i + diag + 1));
+          if (mask != 0) end = min(end, mLen);
+          store<i32>(sEnd + (<usize>r << 2), end);
+          tileEnd = max(tileEnd, end);
+          store<usize>(sMaskRow + (<usize>r << 2), mask != 0 ? mask + ((<usize>b * <usize>mB + <usize>h * <usize>mH + <usize>i * <usize>mI) << 2) : 0);
+          store<usize>(sOutRow + (<usize>r << 2), out + (<usize>oOff + <usize>h * <usize>oHS + <usize>i * <usize>oTS) * oes);
+          if (gQk != 0) store<usize>(sQkRow + (<usize>r << 2), gQk + (<usize>b * <usize>qkBS + <usize>h * <usize>qkHS + <usize>i * <usize>gQkCols) * oes);
+        }
+        for (let r = nRows; r < roundUp(nRows, 4); r++) {
+          memory.fill(sQ + <usize>r * <usize>gDp * 4, 0, <usize>gDp * 4);
+          store<i32>(sEnd + (<usize>r << 2), 0);
+          store<usize>(sMaskRow + (<usize>r << 2), 0);
+          store<usize>(sQkRow + (<usize>r << 2), 0);
+        }
+        if (gQk != 0) tileEnd = gQkCols;
+        runTile(kRow, kStride, vRow, vStride, nRows, tileEnd);
+      }
+    }
+  }
+}
+
+// ---- strided row copies (past/present concatenation) ------------------------------------
+
+/**
+ * Copies B·H·N rows of rowBytes: row (b, h, t) from src + b·sBS + h·sHS + t·sTS to
+ * dst + b·dBS + h·dHS + t·dTS (all strides in bytes). Used to build present_key /
+ * present_value = concat(past, new) and to lay 3D K/V out as [B,H,N,D].
+ */
+export function copyRowsStrided(
+  dst: usize, dBS: usize, dHS: usize, dTS: usize,
+  src: usize, sBS: usize, sHS: usize, sTS: usize,
+  B: i32, H: i32, N: i32, rowBytes: usize,
+): void {
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      const d0 = dst + <usize>b * dBS + <usize>h * dHS, s0 = src + <usize>b * sBS + <usize>h * sHS;
+      if (dTS == rowBytes && sTS == rowBytes) {
+        memory.copy(d0, s0, <usize>N * rowBytes);
+      } else {
+        for (let t = 0; t < N; t++) memory.copy(d0 + <usize>t * dTS, s0 + <usize>t * sTS, rowBytes);
+      }
+    }
+  }
+}

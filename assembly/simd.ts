@@ -1,0 +1,203 @@
+// Shared v128 helpers: a vectorized exp and tanh, horizontal sums, and loads that
+// widen float16 / bfloat16 lanes to float32 in registers.
+//
+// Every function here is @inline and is only called inside `if (ASC_FEATURE_SIMD)`
+// branches; the scalar equivalents (expScalar, f16ToF32Scalar …) serve the scalar build.
+// Other modules may APPEND helpers to this file; keep existing signatures stable.
+
+// ---- exp -------------------------------------------------------------------------
+// exp(x) = 2^n · exp(r), n = nearest(x·log2 e), r = x − n·ln 2 with ln 2 split in a high
+// part (exact in 9 bits, so n·C1 is exact for |n| < 2^15) and a low correction, so
+// |r| ≤ ln2/2 is computed to full float32 precision. exp(r) is the Cephes expf minimax
+// polynomial (relative error ≈ 1e-7 on that interval). 2^n is built directly as the float
+// bits (n + 127) << 23, valid for n in [−126, 127]; x is clamped to [−87.3, 88.7] so n
+// stays in range, and inputs below −87.3 (including −∞) give exactly 0, the value the
+// softmax needs for a hidden key. NaN propagates.
+
+// @ts-ignore: decorator
+@inline const EXP_HI: f32 = 88.7;
+// @ts-ignore: decorator
+@inline const EXP_LO: f32 = -87.3;
+// @ts-ignore: decorator
+@inline const LOG2E: f32 = 1.44269504088896341;
+// @ts-ignore: decorator
+@inline const LN2_HI: f32 = 0.693359375;
+// @ts-ignore: decorator
+@inline const LN2_LO: f32 = -2.12194440e-4;
+// @ts-ignore: decorator
+@inline const P0: f32 = 1.9875691500e-4;
+// @ts-ignore: decorator
+@inline const P1: f32 = 1.3981999507e-3;
+// @ts-ignore: decorator
+@inline const P2: f32 = 8.3334519073e-3;
+// @ts-ignore: decorator
+@inline const P3: f32 = 4.1665795894e-2;
+// @ts-ignore: decorator
+@inline const P4: f32 = 1.6666665459e-1;
+// @ts-ignore: decorator
+@inline const P5: f32 = 5.0000001201e-1;
+
+/** exp of 4 float32 lanes (see the derivation above). */
+// @ts-ignore: decorator
+@inline export function expV(x: v128): v128 {
+  const xc = f32x4.min(f32x4.max(x, f32x4.splat(EXP_LO)), f32x4.splat(EXP_HI));
+  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(LOG2E)));
+  let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(LN2_HI)));
+  r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(LN2_LO)));
+  let y = f32x4.splat(P0);
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P1));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P2));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P3));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P4));
+  y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P5));
+  const r2 = f32x4.mul(r, r);
+  y = f32x4.add(f32x4.add(f32x4.mul(y, r2), r), f32x4.splat(1.0));
+  const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  const res = f32x4.mul(y, pow2);
+  // x < EXP_LO (and −∞) → 0; NaN compares false and keeps the NaN from the arithmetic.
+  return v128.andnot(res, f32x4.lt(x, f32x4.splat(EXP_LO)));
+}
+
+/** Scalar twin of expV (same polynomial, same clamping) for the scalar build and tails. */
+// @ts-ignore: decorator
+@inline export function expScalar(x: f32): f32 {
+  if (x < EXP_LO) return 0;
+  const xc = x > EXP_HI ? EXP_HI : x;
+  const n = nearest<f32>(xc * LOG2E);
+  let r = xc - n * LN2_HI;
+  r = r - n * LN2_LO;
+  let y = P0;
+  y = y * r + P1;
+  y = y * r + P2;
+  y = y * r + P3;
+  y = y * r + P4;
+  y = y * r + P5;
+  y = y * (r * r) + r + 1.0;
+  return y * reinterpret<f32>((<i32>n + 127) << 23);
+}
+
+// ---- tanh ------------------------------------------------------------------------
+// tanh(x) = sign(x) · (1 − 2 / (exp(2|x|) + 1)). For |x| ≥ 9, exp(2|x|) > 6.5e7 and the
+// result rounds to ±1 in float32. For tiny |x| the subtraction loses relative accuracy,
+// but the absolute error stays below 1e-7, which is what attention scores need.
+// @ts-ignore: decorator
+@inline export function tanhV(x: v128): v128 {
+  const sign = v128.and(x, i32x4.splat(0x80000000));
+  const ax = v128.andnot(x, i32x4.splat(0x80000000));
+  const e = expV(f32x4.mul(f32x4.min(ax, f32x4.splat(9.0)), f32x4.splat(2.0)));
+  const t = f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0))));
+  return v128.or(t, sign);
+}
+
+// @ts-ignore: decorator
+@inline export function tanhScalar(x: f32): f32 {
+  const ax = x < 0 ? -x : x;
+  const e = expScalar((ax < 9.0 ? ax : <f32>9.0) * 2.0);
+  const t: f32 = 1.0 - 2.0 / (e + 1.0);
+  return x < 0 ? -t : t;
+}
+
+// ---- horizontal sums and maxima -------------------------------------------------
+
+/** Sum of the 4 float32 lanes. */
+// @ts-ignore: decorator
+@inline export function hsum(v: v128): f32 {
+  const s = f32x4.add(v, v128.shuffle<f32>(v, v, 2, 3, 0, 1));
+  return f32x4.extract_lane(f32x4.add(s, v128.shuffle<f32>(s, s, 1, 0, 3, 2)), 0);
+}
+
+/** Maximum of the 4 float32 lanes (NaN-free inputs). */
+// @ts-ignore: decorator
+@inline export function hmax(v: v128): f32 {
+  const s = f32x4.max(v, v128.shuffle<f32>(v, v, 2, 3, 0, 1));
+  return f32x4.extract_lane(f32x4.max(s, v128.shuffle<f32>(s, s, 1, 0, 3, 2)), 0);
+}
+
+/** [Σa, Σb, Σc, Σd]: four horizontal sums at once. */
+// @ts-ignore: decorator
+@inline export function hsum4(a: v128, b: v128, c: v128, d: v128): v128 {
+  const ab = f32x4.add(v128.shuffle<f32>(a, b, 0, 4, 1, 5), v128.shuffle<f32>(a, b, 2, 6, 3, 7)); // a0+a2 b0+b2 a1+a3 b1+b3
+  const cd = f32x4.add(v128.shuffle<f32>(c, d, 0, 4, 1, 5), v128.shuffle<f32>(c, d, 2, 6, 3, 7));
+  return f32x4.add(v128.shuffle<f32>(ab, cd, 0, 1, 4, 5), v128.shuffle<f32>(ab, cd, 2, 3, 6, 7));
+}
+
+// ---- float16 / bfloat16 widening -------------------------------------------------
+// float16 → float32: put the 15 magnitude bits at bit 13 (exponent field lands in the
+// float32 exponent field, mantissa at the top of the float32 mantissa), then multiply by
+// 2^112 to move the exponent bias from 15 to 127. The multiply is exact and also handles
+// subnormal halves (they become float32 subnormals, which the multiply normalizes).
+// Inf/NaN halves (exponent 31) are rebuilt with exponent 255 and the same mantissa.
+// Finally the sign bit is or-ed back in.
+
+/** 4 float16 bit patterns (zero-extended to i32 lanes) → 4 float32. */
+// @ts-ignore: decorator
+@inline export function f16BitsToF32V(h: v128): v128 {
+  const em = i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13);
+  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
+  const normal = f32x4.mul(em, f32x4.splat(reinterpret<f32>(0x77800000))); // 2^112
+  const isSpecial = i32x4.eq(v128.and(h, i32x4.splat(0x7c00)), i32x4.splat(0x7c00));
+  const special = v128.or(em, i32x4.splat(0x7f800000));
+  return v128.or(v128.bitselect(special, normal, isSpecial), sign);
+}
+
+/** Loads 4 float16 values at p (8 bytes) as float32 lanes. */
+// @ts-ignore: decorator
+@inline export function loadF16x4(p: usize): v128 {
+  return f16BitsToF32V(v128.load16x4_u(p));
+}
+
+/** Loads 4 bfloat16 values at p (8 bytes) as float32 lanes: the bits move up by 16. */
+// @ts-ignore: decorator
+@inline export function loadBF16x4(p: usize): v128 {
+  return i32x4.shl(v128.load16x4_u(p), 16);
+}
+
+/** float16 bit pattern → float32 (scalar twin of f16BitsToF32V). */
+// @ts-ignore: decorator
+@inline export function f16ToF32Scalar(h: u32): f32 {
+  const em = (h & 0x7fff) << 13;
+  const sign = (h & 0x8000) << 16;
+  let bits: u32;
+  if ((h & 0x7c00) == 0x7c00) bits = em | 0x7f800000;
+  else bits = reinterpret<u32>(reinterpret<f32>(em) * reinterpret<f32>(0x77800000));
+  return reinterpret<f32>(bits | sign);
+}
+
+/** bfloat16 bit pattern → float32. */
+// @ts-ignore: decorator
+@inline export function bf16ToF32Scalar(h: u32): f32 {
+  return reinterpret<f32>(h << 16);
+}
+
+// float32 → float16, round to nearest even. For |x| ≥ 2^−14 (normal halves): add the
+// rounding bias 0xfff plus the lowest kept bit to the float32 bits and drop the 13 low
+// mantissa bits; a carry out of the mantissa bumps the exponent, which is the correct
+// rounding up to the next binade (and to Inf past 65504 + half an ulp). For smaller |x|
+// (subnormal halves): adding 0.5 (= 2^−1) makes the float32 ulp 2^−24, the half
+// subnormal step, so the hardware addition rounds |x| to nearest even at that step and
+// the low mantissa bits are the half's subnormal code. NaN keeps a quiet NaN.
+
+/** float32 → float16 bit pattern (round to nearest even, overflow to Inf). */
+export function f32ToF16Scalar(x: f32): u32 {
+  const bits = reinterpret<u32>(x);
+  const sign = (bits >> 16) & 0x8000;
+  const abs = bits & 0x7fffffff;
+  if (abs >= 0x7f800000) return sign | (abs > 0x7f800000 ? 0x7e00 : 0x7c00);
+  if (abs >= 0x47800000) return sign | 0x7c00; // ≥ 65536: Inf
+  if (abs < 0x38800000) {
+    // below 2^−14
+    const v = reinterpret<f32>(abs) + <f32>0.5;
+    return sign | (reinterpret<u32>(v) - 0x3f000000);
+  }
+  const r = abs + 0xfff + ((abs >> 13) & 1);
+  const h = (r >> 13) - ((127 - 15) << 10);
+  return sign | (h > 0x7c00 ? 0x7c00 : h);
+}
+
+/** float32 → bfloat16 bit pattern (round to nearest even; NaN stays a quiet NaN). */
+// @ts-ignore: decorator
+@inline export function f32ToBF16Scalar(x: f32): u32 {
+  const bits = reinterpret<u32>(x);
+  if ((bits & 0x7fffffff) > 0x7f800000) return ((bits >> 16) | 0x40) & 0xffff;
+  return ((bits + 0x7fff + ((bits >> 16) & 1)) >> 16) & 0xffff;
+}
