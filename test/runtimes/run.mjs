@@ -177,6 +177,11 @@ async function startServer(cases) {
       });
       return;
     }
+    if (url.pathname === '/favicon.ico') {
+      res.writeHead(204);
+      res.end();
+      return;
+    }
     if (url.pathname === '/cases.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify(cases));
