@@ -1,0 +1,305 @@
+/**
+ * Attention operators against the float64 reference (test/ref/attention.ts) and the ONNX
+ * conformance files. Properties cover forms × causal kinds × GQA ratios × masks × head
+ * sizes (non-multiples of 4) × lengths (0 and 1 query rows, kv lengths shorter than the
+ * padded capacity, lengths across the 64-key blocks and the 32-row tiles), in the SIMD and
+ * the scalar build.
+ */
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { conformanceCases, expectConformant, init, type Kernels, type Tensor } from './helpers';
+import { type Plain, type RefOut, decode, refOnnx, refTrt } from './ref/attention';
+
+let ek: Kernels;
+let eks: Kernels;
+beforeAll(async () => {
+  ek = await init();
+  eks = await init({ build: 'scalar' });
+});
+
+// ---- data -------------------------------------------------------------------------------------
+
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** Random tensor data in the dtype's data form, values about [−1.5, 1.5]. */
+export function randomData(dtype: string, n: number, r: () => number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const s = r() < 0.5 ? 1 : 0;
+    if (dtype === 'float16') out.push((s << 15) | ((10 + Math.floor(r() * 6)) << 10) | Math.floor(r() * 1024));
+    else if (dtype === 'bfloat16') out.push((s << 15) | ((122 + Math.floor(r() * 6)) << 7) | Math.floor(r() * 128));
+    else out.push(Math.fround((r() * 3 - 1.5)));
+  }
+  return out;
+}
+
+function plain(dtype: string, shape: number[], r: () => number): Plain {
+  return { dtype, shape, data: randomData(dtype, shape.reduce((a, x) => a * x, 1), r) };
+}
+
+function maskPlain(kind: string, dims: number[], r: () => number): Plain {
+  const n = dims.reduce((a, x) => a * x, 1);
+  if (kind === 'bool') return { dtype: 'bool', shape: dims, data: Array.from({ length: n }, () => (r() < 0.8 ? 1 : 0)) };
+  return { dtype: 'float32', shape: dims, data: Array.from({ length: n }, () => (r() < 0.1 ? -Infinity : Math.fround(r() * 4 - 2))) };
+}
+
+/** Compares a package output with the reference: |got − want| ≤ tol·(1 + |want|) + slack. */
+function expectClose(got: { dtype: string; shape: readonly number[]; data: ArrayLike<number> }, want: RefOut, label: string, extra = 0): void {
+  expect(got.dtype, `${label} dtype`).toBe(want.dtype);
+  expect([...got.shape], `${label} shape`).toEqual(want.shape);
+  const g = decode({ dtype: got.dtype, shape: [...got.shape], data: got.data });
+  const tol = want.dtype === 'float16' ? 2e-3 : want.dtype === 'bfloat16' ? 1e-2 : 2e-4;
+  for (let i = 0; i < want.values.length; i++) {
+    const w = want.values[i];
+    if (w === -Infinity || w === Infinity) {
+      expect(g[i], `${label}[${i}]`).toBe(w);
+      continue;
+    }
+    const t = tol * (1 + Math.abs(w)) + want.slack[i] + extra;
+    if (!(Math.abs(g[i] - w) <= t)) expect.fail(`${label}[${i}]: got ${g[i]}, want ${w} (tolerance ${t})`);
+  }
+}
+
+// ---- conformance ----------------------------------------------------------------------------
+
+describe('ONNX conformance (every test_attention_*.json)', () => {
+  const cases = conformanceCases(['test_attention_']);
+  it('has the files', () => {
+    expect(cases.length).toBeGreaterThan(10);
+  });
+  for (const c of cases) {
+    it(c.file, () => {
+      const outs = ek.run(c.op, c.inputs, c.attributes, { outputs: c.outputs.map((o) => (o ? true : null)) });
+      c.outputs.forEach((o, i) => {
+        if (o) expectConformant(outs[i] as Tensor, o, `${c.file} output ${i}`);
+      });
+      // and the float64 reference agrees with the file
+      const ref = refOnnx(c.inputs, c.attributes);
+      c.outputs.forEach((o, i) => {
+        if (o) expectClose(outs[i] as Tensor, ref[i], `${c.file} ref ${i}`);
+      });
+      for (const t of outs) (t as Tensor | null)?.dispose();
+    });
+  }
+});
+
+// ---- TRT_Attention -----------------------------------------------------------------------------
+
+const trtArb = fc.record({
+  seed: fc.integer(),
+  qForm: fc.constantFrom('padded_bhnd', 'packed_nhd'),
+  kvForm: fc.constantFrom('padded_bhnd', 'packed_nhd'),
+  B: fc.integer({ min: 1, max: 3 }),
+  Hkv: fc.integer({ min: 1, max: 2 }),
+  G: fc.constantFrom(1, 2, 3, 4, 8),
+  D: fc.constantFrom(1, 2, 3, 4, 5, 7, 8, 12, 16, 33),
+  Dv: fc.constantFrom(0, 1, 3, 6, 8, 9, 16),
+  qLens: fc.array(fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 5 }), fc.integer({ min: 0, max: 40 })), { minLength: 3, maxLength: 3 }),
+  kvLens: fc.array(fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 10 }), fc.integer({ min: 0, max: 140 })), { minLength: 3, maxLength: 3 }),
+  qCap: fc.integer({ min: 0, max: 3 }),
+  kvCap: fc.integer({ min: 0, max: 3 }),
+  qLensGiven: fc.boolean(),
+  kvLensGiven: fc.boolean(),
+  causal: fc.constantFrom('none', 'upper_left', 'lower_right'),
+  mask: fc.constantFrom('none', 'bool', 'float'),
+  maskRank: fc.integer({ min: 0, max: 4 }),
+  maskBroadcast: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
+  norm: fc.constantFrom('softmax', 'softmax', 'none'),
+  qDtype: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16'),
+  kvDtype: fc.constantFrom('float32', 'float16', 'bfloat16'),
+  lengthsDtype: fc.constantFrom('int32', 'int64'),
+});
+
+type TrtCfg = typeof trtArb extends fc.Arbitrary<infer T> ? T : never;
+
+/** Inputs and attributes of a TRT_Attention case (quantized: TRT_QuantizedAttention slots). */
+export function trtCase(c: TrtCfg, quantized = false): { inputs: (Plain | null)[]; attrs: Record<string, unknown> } {
+  const r = rng(c.seed);
+  const B = c.B, Hkv = c.Hkv, Hq = c.Hkv * c.G, D = c.D, Dv = c.Dv || D;
+  const qLens = c.qLens.slice(0, B), kvLens = c.kvLens.slice(0, B);
+  const Nq = Math.max(0, ...qLens) + c.qCap, Nkv = Math.max(0, ...kvLens) + c.kvCap;
+  const cum = (a: number[]) => a.reduce((acc, x) => [...acc, acc[acc.length - 1] + x], [0]);
+  const qDtype = c.kvDtype !== c.qDtype && c.qDtype !== 'float32' ? c.kvDtype : c.qDtype;
+  const Q = c.qForm === 'packed_nhd' ? plain(qDtype, [cum(qLens)[B], Hq, D], r) : plain(qDtype, [B, Hq, c.qLensGiven ? Nq : Math.max(0, ...qLens), D], r);
+  const kvPacked = c.kvForm === 'packed_nhd';
+  const kvN = kvPacked ? cum(kvLens)[B] : c.kvLensGiven ? Nkv : Math.max(0, ...kvLens);
+  const K = kvPacked ? plain(c.kvDtype, [kvN, Hkv, D], r) : plain(c.kvDtype, [B, Hkv, kvN, D], r);
+  const V = kvPacked ? plain(c.kvDtype, [kvN, Hkv, Dv], r) : plain(c.kvDtype, [B, Hkv, kvN, Dv], r);
+  const ints = (a: number[]) => ({ dtype: c.lengthsDtype, shape: [a.length], data: c.lengthsDtype === 'int64' ? a.map(String) : a }) as unknown as Plain;
+  const QL = c.qForm === 'packed_nhd' || c.qLensGiven ? ints(cum(qLens)) : null;
+  const KL = kvPacked ? ints(cum(kvLens)) : c.kvLensGiven ? ints(kvLens) : null;
+  // the padded dims the mask broadcasts against
+  const NqM = c.qForm === 'packed_nhd' ? Math.max(0, ...qLens) : Q.shape[2];
+  const NkvM = kvPacked ? Math.max(0, ...kvLens) : kvN;
+  let M: Plain | null = null;
+  const maskAllowed = quantized || c.causal === 'none';
+  if (c.mask !== 'none' && maskAllowed) {
+    const full = [B, Hq, NqM, NkvM];
+    const dims = full.map((d, k) => (c.maskBroadcast[k] ? 1 : d)).slice(4 - c.maskRank);
+    M = maskPlain(c.mask, dims, r);
+  }
+  const attrs: Record<string, unknown> = { query_form: c.qForm, kv_form: c.kvForm };
+  if (c.norm === 'none') attrs.TRT_normalization_op = 'none';
+  if (!quantized) {
+    if (c.causal !== 'none') attrs.causal_kind = c.causal;
+    return { inputs: [Q, K, V, M, QL, KL], attrs };
+  }
+  if (c.causal !== 'none') attrs.is_causal = 1;
+  return { inputs: [Q, K, V, M, null, QL, KL], attrs };
+}
+
+describe('TRT_Attention matches the float64 reference', () => {
+  const check = (k: Kernels, c: TrtCfg) => {
+    const { inputs, attrs } = trtCase(c);
+    const [y] = k.run('TRT_Attention', inputs, attrs) as Tensor[];
+    const want = refTrt(inputs, attrs, false);
+    const extra = c.norm === 'none' ? 1e-5 * c.D * 140 : 0;
+    expectClose(y, want, 'Y', extra);
+    y.dispose();
+  };
+  it('forms × causal kinds × GQA × masks × head sizes × lengths (SIMD build)', () => {
+    fc.assert(fc.property(trtArb, (c) => check(ek, c)), { seed: 31, numRuns: 120 });
+  });
+  it('the same in the scalar build', () => {
+    fc.assert(fc.property(trtArb, (c) => check(eks, c)), { seed: 32, numRuns: 40 });
+  });
+  it('decode path: one query row, all heads of a KV group, long cache with short valid lengths', () => {
+    const dec = trtArb.map((c) => ({ ...c, qLens: [1, 1, 1], kvCap: 3, kvLensGiven: true, qForm: 'padded_bhnd' }));
+    fc.assert(fc.property(dec, (c) => check(ek, c)), { seed: 33, numRuns: 40 });
+  });
+  it('prefill path: many query rows across 32-row tiles, causal block skipping', () => {
+    const pre = trtArb.map((c) => ({ ...c, G: 1, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' }));
+    fc.assert(fc.property(pre, (c) => check(ek, c)), { seed: 34, numRuns: 15 });
+  });
+  it('fills a caller-provided output tensor in place (decode loop without allocation)', () => {
+    const r = rng(5);
+    const Q = ek.tensor('float32', [1, 8, 1, 16], randomData('float32', 128, r));
+    const K = ek.tensor('float32', [1, 2, 100, 16], randomData('float32', 3200, r));
+    const V = ek.tensor('float32', [1, 2, 100, 16], randomData('float32', 3200, r));
+    const KL = ek.tensor('int32', [1], [37]);
+    const out = ek.tensor('float32', [1, 8, 1, 16]);
+    const before = ek.stats().tensorsLive;
+    const [y] = ek.run('TRT_Attention', [Q, K, V, null, null, KL], {}, { outputs: [out] });
+    expect(y).toBe(out);
+    expect(ek.stats().tensorsLive).toBe(before);
+    const plainOf = (t: Tensor): Plain => ({ dtype: t.dtype, shape: [...t.shape], data: Array.from(t.data as Float32Array) });
+    expectClose(out, refTrt([plainOf(Q), plainOf(K), plainOf(V), null, null, { dtype: 'int32', shape: [1], data: [37] }], {}, false), 'Y');
+    for (const t of [Q, K, V, KL, out]) t.dispose();
+  });
+  it('a row that sees no key gives zeros, never NaN', () => {
+    const q = { dtype: 'float32', shape: [1, 1, 2, 4], data: [1, 2, 3, 4, 5, 6, 7, 8] };
+    const k = { dtype: 'float32', shape: [1, 1, 3, 4], data: new Array(12).fill(1) };
+    const m = { dtype: 'bool', shape: [2, 3], data: [0, 0, 0, 1, 0, 0] };
+    const [y] = ek.run('TRT_Attention', [q, k, k, m]) as Tensor[];
+    expect(Array.from(y.data as Float32Array)).toEqual([0, 0, 0, 0, 1, 1, 1, 1]);
+    const [z] = ek.run('TRT_Attention', [q, k, k, null, null, { dtype: 'int32', shape: [1], data: [0] }]) as Tensor[];
+    expect(Array.from(z.data as Float32Array)).toEqual(new Array(8).fill(0));
+    y.dispose();
+    z.dispose();
+  });
+});
+
+// ---- ONNX Attention -------------------------------------------------------------------------------
+
+const onnxArb = fc.record({
+  seed: fc.integer(),
+  rank: fc.constantFrom(3, 4),
+  B: fc.integer({ min: 1, max: 2 }),
+  Hkv: fc.integer({ min: 1, max: 2 }),
+  G: fc.constantFrom(1, 2, 3, 4),
+  D: fc.constantFrom(1, 3, 4, 6, 8, 17),
+  Dv: fc.constantFrom(0, 2, 5, 8),
+  Sq: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 6 })),
+  S: fc.oneof(fc.constant(0), fc.constant(1), fc.integer({ min: 0, max: 8 }), fc.integer({ min: 0, max: 80 })),
+  P: fc.oneof(fc.constant(-1), fc.constant(0), fc.integer({ min: 0, max: 70 })),
+  causal: fc.boolean(),
+  nonpad: fc.boolean(),
+  mask: fc.constantFrom('none', 'bool', 'float'),
+  maskRank: fc.integer({ min: 1, max: 4 }),
+  maskBroadcast: fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
+  maskShort: fc.integer({ min: 0, max: 5 }),
+  softcap: fc.constantFrom(0, 0, 1.5),
+  scale: fc.constantFrom(undefined, 0.3),
+  qkMode: fc.constantFrom(-1, 0, 1, 2, 3),
+  t1: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16'),
+  t2: fc.constantFrom('same', 'float32', 'float16'),
+});
+
+type OnnxCfg = typeof onnxArb extends fc.Arbitrary<infer T> ? T : never;
+
+function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string, unknown>; outputs: (true | null)[] } {
+  const r = rng(c.seed);
+  const { B, Hkv, D, Sq, S } = c;
+  const Hq = Hkv * c.G, Dv = c.Dv || D, P = c.P;
+  const t1 = c.t1, t2 = c.t2 === 'same' ? t1 : c.t2;
+  const Q = c.rank === 4 ? plain(t1, [B, Hq, Sq, D], r) : plain(t1, [B, Sq, Hq * D], r);
+  const K = c.rank === 4 ? plain(t1, [B, Hkv, S, D], r) : plain(t1, [B, S, Hkv * D], r);
+  const V = c.rank === 4 ? plain(t2, [B, Hkv, S, Dv], r) : plain(t2, [B, S, Hkv * Dv], r);
+  const PK = P >= 0 ? plain(t1, [B, Hkv, P, D], r) : null;
+  const PV = P >= 0 ? plain(t2, [B, Hkv, P, Dv], r) : null;
+  const T = Math.max(P, 0) + S;
+  let M: Plain | null = null;
+  if (c.mask !== 'none') {
+    const full = [B, Hq, Sq].map((d, k) => (c.maskBroadcast[k] ? 1 : d));
+    const last = Math.max(0, T - c.maskShort);
+    M = maskPlain(c.mask, [...full, last].slice(4 - c.maskRank), r);
+  }
+  const NP = c.nonpad ? { dtype: 'int64', shape: [B], data: Array.from({ length: B }, () => String(Math.floor(r() * (T + 1)))) } as unknown as Plain : null;
+  const attrs: Record<string, unknown> = {};
+  if (c.rank === 3) { attrs.q_num_heads = Hq; attrs.kv_num_heads = Hkv; }
+  if (c.causal) attrs.is_causal = 1;
+  if (c.softcap) attrs.softcap = c.softcap;
+  if (c.scale !== undefined) attrs.scale = c.scale;
+  if (c.qkMode >= 0) attrs.qk_matmul_output_mode = c.qkMode;
+  return { inputs: [Q, K, V, M, PK, PV, NP], attrs, outputs: [true, PK ? true : null, PK ? true : null, c.qkMode >= 0 ? true : null] };
+}
+
+describe('ONNX Attention matches the float64 reference', () => {
+  it('3D/4D × GQA × past/present × nonpad_kv_seqlen × masks (broadcast, short last dim) × softcap × qk modes × dtypes', () => {
+    fc.assert(
+      fc.property(onnxArb, (c) => {
+        const { inputs, attrs, outputs } = onnxCase(c);
+        const outs = ek.run('Attention', inputs, attrs, { outputs }) as (Tensor | null)[];
+        const want = refOnnx(inputs, attrs);
+        outputs.forEach((o, i) => {
+          if (o) expectClose(outs[i]!, want[i], `output ${i}`);
+          else expect(outs[i]).toBeNull();
+        });
+        for (const t of outs) t?.dispose();
+      }),
+      { seed: 41, numRuns: 150 },
+    );
+  });
+  it('returns present_key / present_value by default when past is given, and not otherwise', () => {
+    const c = onnxCase({ seed: 1, rank: 4, B: 1, Hkv: 1, G: 2, D: 4, Dv: 0, Sq: 2, S: 3, P: 4, causal: true, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same' });
+    const outs = ek.run('Attention', c.inputs, c.attrs) as (Tensor | null)[];
+    expect(outs.map((t) => (t ? [...t.shape] : null))).toEqual([[1, 2, 2, 4], [1, 1, 7, 4], [1, 1, 7, 4], null]);
+    for (const t of outs) t?.dispose();
+    const none = ek.run('Attention', c.inputs.slice(0, 3), {}) as (Tensor | null)[];
+    expect(none.slice(1)).toEqual([null, null, null]);
+    none[0]!.dispose();
+  });
+  it('present without past, and only one of the presents, when asked', () => {
+    const c = onnxCase({ seed: 2, rank: 3, B: 2, Hkv: 2, G: 2, D: 3, Dv: 5, Sq: 3, S: 4, P: 2, causal: false, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same' });
+    const want = refOnnx(c.inputs, c.attrs);
+    const outs = ek.run('Attention', c.inputs, c.attrs, { outputs: [true, null, true] }) as (Tensor | null)[];
+    expect(outs[1]).toBeNull();
+    expectClose(outs[0]!, want[0], 'Y');
+    expectClose(outs[2]!, want[2], 'present_value');
+    for (const t of outs) t?.dispose();
+    const noPast = [...c.inputs.slice(0, 4), null, null];
+    const want2 = refOnnx(noPast, c.attrs);
+    const outs2 = ek.run('Attention', noPast, c.attrs, { outputs: [true, true, true] }) as (Tensor | null)[];
+    outs2.slice(0, 3).forEach((t, i) => expectClose(t!, want2[i], `no past ${i}`));
+    for (const t of outs2) t?.dispose();
+  });
+});
