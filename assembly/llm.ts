@@ -297,42 +297,141 @@ export function argmaxF32(x: usize, n: i32): i32 {
   return 0;
 }
 
-// ---- attention over one sequence's float32 cache ---------------------------------------
+// ---- half-precision cache rows (float16 / bfloat16) ----------------------------------
+// kind: 0 = float32, 1 = float16, 2 = bfloat16 (compile-time constants after inlining).
+//
+// float16 → float32, exact: shifting the 15 magnitude bits left by 13 puts the f16
+// exponent and mantissa into the f32 fields with a bias of 15 instead of 127, i.e. the
+// f32 pattern's value is v · 2^−112; multiplying by 2^112 restores v exactly — also for
+// f16 subnormals, which land on f32 subnormals and become normal numbers. Exponent 31
+// (Inf / NaN) is instead mapped to f32 exponent 255 with the same mantissa bits.
+// bfloat16 → float32: the pattern is the high half of the f32 pattern.
 
-/** Σ_i a[i]·b[i] over D floats. */
-@inline function dot(a: usize, b: usize, D: usize): f32 {
+const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
+
+@inline function halfToF32(h: u32, kind: i32): f32 {
+  if (kind == 2) return reinterpret<f32>(h << 16);
+  const em = (h & 0x7fff) << 13;
+  const sign = (h & 0x8000) << 16;
+  if ((h & 0x7c00) == 0x7c00) return reinterpret<f32>(sign | em | 0x7f800000);
+  return reinterpret<f32>(reinterpret<u32>(reinterpret<f32>(em) * F16_SCALE) | sign);
+}
+
+/** Four halves (zero-extended into i32 lanes) → f32x4. */
+@inline function halfToF32x4(h: v128, kind: i32): v128 {
+  if (kind == 2) return i32x4.shl(h, 16);
+  const em = i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13);
+  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
+  const infnan = i32x4.eq(v128.and(h, i32x4.splat(0x7c00)), i32x4.splat(0x7c00));
+  const fin = f32x4.mul(em, f32x4.splat(F16_SCALE));
+  return v128.or(v128.bitselect(v128.or(em, i32x4.splat(0x7f800000)), fin, infnan), sign);
+}
+
+// float32 → float16, round to nearest even (F. Giesen's float_to_half_fast3_rtne):
+//   |x| >= 2^16 or Inf/NaN: Inf (0x7c00) or a quiet NaN (0x7e00);
+//   |x| < 2^−14 (f16 subnormal range): adding 0.5 aligns the value so the FPU's own RNE
+//     rounds it at the f16 subnormal quantum 2^−24; the result's low bits are the f16 pattern;
+//   otherwise: rebias the exponent (−112 · 2^23), add 0xfff + (mantissa bit 13) — the
+//     round-half-even increment at bit 13 — and shift right by 13; a mantissa carry
+//     correctly bumps the exponent (65520 and above become Inf).
+// float32 → bfloat16, round to nearest even: add 0x7fff + bit 16, keep the high half;
+// NaN keeps its sign and becomes the quiet NaN 0x7fc0.
+@inline function f32ToHalf(x: f32, kind: i32): u32 {
+  const u = reinterpret<u32>(x);
+  if (kind == 2) {
+    if ((u & 0x7fffffff) > 0x7f800000) return ((u >> 16) & 0x8000) | 0x7fc0;
+    return (u + 0x7fff + ((u >> 16) & 1)) >> 16;
+  }
+  const sign = (u >> 16) & 0x8000;
+  const a = u & 0x7fffffff;
+  let o: u32;
+  if (a >= 0x47800000) o = a > 0x7f800000 ? 0x7e00 : 0x7c00;
+  else if (a < 0x38800000) o = reinterpret<u32>(reinterpret<f32>(a) + <f32>0.5) - 0x3f000000;
+  else o = (a + 0xc8000fff + ((a >> 13) & 1)) >> 13;
+  return o | sign;
+}
+
+/**
+ * KV-cache append with conversion: update rows of float32 (D floats per row) go to a
+ * float16 (kind 1) or bfloat16 (kind 2) cache of rows of D halves, converted in the same
+ * pass (round to nearest even). Addressing as scatterRows / scatterPackedRows:
+ *   packed = 0: cache (B, H, N, D) ← update (B, H, S, D); batch b writes its first
+ *               lengths[b+1] − lengths[b] rows at writeIdx[b] + s (mod N if circular).
+ *   packed = 1: update (T, H, D); token lengths[b] + s of batch b goes to writeIdx[b] + s.
+ * writeIdx: B int32 starts (< N); lengths: B + 1 int32 cumulative counts.
+ */
+export function appendHalfRows(
+  cache: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
+  circular: bool, packed: bool, kind: i32,
+): void {
+  const n = <usize>N, h = <usize>H, d = <usize>D;
+  for (let b = 0; b < B; b++) {
+    const start = <usize>load<i32>(writeIdx + (<usize>b << 2));
+    const t0 = <usize>load<i32>(lengths + (<usize>b << 2));
+    const count = <usize>load<i32>(lengths + (<usize>b << 2), 4) - t0;
+    for (let j: usize = 0; j < h; j++) {
+      for (let s: usize = 0; s < count; s++) {
+        let pos = start + s;
+        if (circular && pos >= n) pos -= n;
+        const dst = cache + (((<usize>b * h + j) * n + pos) * d << 1);
+        const src = update + ((packed ? (t0 + s) * h + j : (<usize>b * h + j) * <usize>S + s) * d << 2);
+        if (kind == 2) for (let i: usize = 0; i < d; i++) store<u16>(dst + (i << 1), <u16>f32ToHalf(ld(src, i), 2));
+        else for (let i: usize = 0; i < d; i++) store<u16>(dst + (i << 1), <u16>f32ToHalf(ld(src, i), 1));
+      }
+    }
+  }
+}
+
+// ---- attention over one sequence's cache ---------------------------------------------
+
+/** Σ_i a[i]·b[i] over D elements; a float32, b of `kind`. */
+@inline function dot(a: usize, b: usize, D: usize, kind: i32): f32 {
   let i: usize = 0;
   let s: f32 = 0;
   if (ASC_FEATURE_SIMD) {
     let acc = f32x4.splat(0);
-    for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), v128.load(b + (i << 2))));
+    if (kind == 0) {
+      for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), v128.load(b + (i << 2))));
+    } else {
+      for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), halfToF32x4(v128.load16x4_u(b + (i << 1)), kind)));
+    }
     s = hsum(acc);
   }
-  for (; i < D; i++) s += ld(a, i) * ld(b, i);
+  if (kind == 0) for (; i < D; i++) s += ld(a, i) * ld(b, i);
+  else for (; i < D; i++) s += ld(a, i) * halfToF32(<u32>load<u16>(b + (i << 1)), kind);
   return s;
 }
 
-/** o[i] += p · v[i] over D floats. */
-@inline function axpy(o: usize, v: usize, p: f32, D: usize): void {
+/** o[i] += p · v[i] over D elements; o float32, v of `kind`. */
+@inline function axpy(o: usize, v: usize, p: f32, D: usize, kind: i32): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     const pv = f32x4.splat(p);
-    for (; i + 4 <= D; i += 4) {
-      const k = i << 2;
-      v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, v128.load(v + k))));
+    if (kind == 0) {
+      for (; i + 4 <= D; i += 4) {
+        const k = i << 2;
+        v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, v128.load(v + k))));
+      }
+    } else {
+      for (; i + 4 <= D; i += 4) {
+        const k = i << 2;
+        v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, halfToF32x4(v128.load16x4_u(v + (i << 1)), kind))));
+      }
     }
   }
-  for (; i < D; i++) st(o, i, ld(o, i) + p * ld(v, i));
+  if (kind == 0) for (; i < D; i++) st(o, i, ld(o, i) + p * ld(v, i));
+  else for (; i < D; i++) st(o, i, ld(o, i) + p * halfToF32(<u32>load<u16>(v + (i << 1)), kind));
 }
 
 /**
- * Attention of one sequence's new queries over its cached keys and values (float32).
+ * Attention of one sequence's new queries over its cached keys and values.
  *
- *   q, out: query s of head h at  q + (h·qHeadStride + s·qRowStride)·4  (D floats);
+ *   q, out: float32; query s of head h at  q + (h·qHeadStride + s·qRowStride)·4  (D floats);
  *           rows s in [qLen, S) of the output are zeroed.
- *   k, v:   [Hkv, N, D]; q head h reads kv head h / (Hq / Hkv) (GQA). The Hq / Hkv query
- *           heads of a group are processed together, so each K and V row is read once
- *           per group and query row (from memory once, then from L1).
+ *   k, v:   [Hkv, N, D] of float32 (attendF32), float16 (attendF16) or bfloat16
+ *           (attendBF16, both dequantized in registers); q head h reads kv head
+ *           h / (Hq / Hkv) (GQA). The query heads of a group are processed together, so
+ *           each K and V row is read once per group and query row.
  *   kvLen:  the sequence's total length including the qLen new tokens (positions
  *           0 … kvLen−1). Query s is at position kvLen − qLen + s.
  *   causal: query s sees positions ≤ its own (bottom-right alignment); otherwise all.
@@ -346,14 +445,38 @@ export function attendF32(
   out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
 ): void {
+  attendImpl(0, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+}
+
+/** attendF32 over a float16 cache. */
+export function attendF16(
+  out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+): void {
+  attendImpl(1, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+}
+
+/** attendF32 over a bfloat16 cache. */
+export function attendBF16(
+  out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+): void {
+  attendImpl(2, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+}
+
+@inline function attendImpl(
+  kind: i32, out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+): void {
   const dd = <usize>D, nn = <usize>N, dBytes = dd << 2;
+  const rowBytes = kind == 0 ? dd << 2 : dd << 1;
   const group = Hkv > 0 ? Hq / Hkv : 1;
   const G = <usize>group;
   let lo = 0;
   if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
   for (let hk = 0; hk < Hkv; hk++) {
-    const kh = k + <usize>hk * nn * dBytes;
-    const vh = v + <usize>hk * nn * dBytes;
+    const kh = k + <usize>hk * nn * rowBytes;
+    const vh = v + <usize>hk * nn * rowBytes;
     const h0 = hk * group;
     for (let s = 0; s < S; s++) {
       for (let g = 0; g < group; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dBytes);
@@ -370,8 +493,8 @@ export function attendF32(
       const qStep = <usize>qHeadStride << 2;
       // scores[g·cnt + i] = scale · q_g · k_i, each K row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const kr = kh + (i < first ? slot0 + i : i - first) * dBytes;
-        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd) * scale);
+        const kr = kh + (i < first ? slot0 + i : i - first) * rowBytes;
+        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * scale);
       }
       for (let g: usize = 0; g < G; g++) {
         const sg = scores + ((g * cnt) << 2);
@@ -387,8 +510,8 @@ export function attendF32(
       }
       // out_g = Σ_i p_g[i] · v_i, each V row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const vr = vh + (i < first ? slot0 + i : i - first) * dBytes;
-        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, ld(scores, g * cnt + i), dd);
+        const vr = vh + (i < first ? slot0 + i : i - first) * rowBytes;
+        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, ld(scores, g * cnt + i), dd, kind);
       }
     }
   }

@@ -1,4 +1,4 @@
-// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9]
+// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9 --cache float32|float16|bfloat16]
 //
 // Text generation with a Llama-style model in llama2.c's checkpoint format, driven by the
 // package's kernels: matrix-vector products, RMSNorm, RoPE, SwiGLU, softmax/argmax and a
@@ -12,13 +12,13 @@ import { readFileSync } from 'node:fs';
 import { init, Llama, Sampler, Tokenizer, generate, tinyModel } from '../dist/index.js';
 
 function parseArgs(argv) {
-  const opts = { steps: 256, temperature: 1.0, topp: 0.9, prompt: '', seed: undefined, model: undefined, tokenizer: undefined };
+  const opts = { steps: 256, temperature: 1.0, topp: 0.9, prompt: '', seed: undefined, model: undefined, tokenizer: undefined, cache: 'float32' };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const m = /^--([a-z]+)(?:=(.*))?$/.exec(a);
     if (!m || !(m[1] in opts)) {
       if (a === '--help' || a === '-h') { console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n')[0].slice(3)); process.exit(0); }
-      console.error(`demo: unknown argument ${a} (flags: --model --tokenizer --prompt --steps --temperature --topp --seed)`);
+      console.error(`demo: unknown argument ${a} (flags: --model --tokenizer --prompt --steps --temperature --topp --seed --cache)`);
       process.exit(2);
     }
     const v = m[2] ?? argv[++i];
@@ -47,7 +47,7 @@ if (o.model) {
 }
 
 const ek = await init();
-const model = new Llama(ek, modelBytes);
+const model = new Llama(ek, modelBytes, { cacheDtype: o.cache });
 const c = model.config;
 const tokenizer = Tokenizer.parse(tokBytes, c.vocabSize);
 // run.c: seed <= 0 means time(NULL).
@@ -73,7 +73,7 @@ process.stdout.write('\n');
 const memAfter = ek.stats().memoryBytes;
 
 console.error(`achieved tok/s: ${res.tokensPerSecond.toFixed(1)} (${res.steps} positions, ${res.promptTokens.length} prompt tokens)`);
-console.error(`KV cache: ${model.cache.bytes} bytes (${c.nLayers} layers × K,V × ${model.cache.kvHeads} heads × ${model.cache.capacity} × ${model.cache.headDim} float32) at byte offset ${cacheOffset}`);
+console.error(`KV cache: ${model.cache.bytes} bytes (${c.nLayers} layers × K,V × ${model.cache.kvHeads} heads × ${model.cache.capacity} × ${model.cache.headDim} ${model.cache.dtype}) at byte offset ${cacheOffset}`);
 const ok = moved === 0 && model.cache.byteOffset === cacheOffset && memAfter === memBefore;
 console.error(`cache check: ${ok ? 'OK' : 'FAILED'} — byteOffset ${cacheOffset} → ${model.cache.byteOffset}, memory ${memBefore} → ${memAfter} bytes over ${res.steps} steps`);
 model.dispose();

@@ -30,7 +30,7 @@ export interface KVCacheOptions {
   headDim: number;
   /** Cache rows per sequence (without window), or the longest allowed sequence (with window; default unbounded). */
   capacity?: number;
-  /** Storage dtype; 'float32' only so far. */
+  /** Storage dtype: 'float32' (default), 'float16' or 'bfloat16' (float8e4m3fn and int8 are not implemented yet). */
   dtype?: string;
   /** Keep only the last `window` positions of each sequence, in a circular buffer of `window` rows. */
   window?: number;
@@ -51,7 +51,10 @@ export interface AttendOptions {
 }
 
 const MAX_LEN = 0x7fffffff;
-const F32 = dtypeInfo('float32');
+const STORAGE = ['float32', 'float16', 'bfloat16'] as const;
+type StorageDtype = (typeof STORAGE)[number];
+/** Kernel `kind` of each storage dtype (assembly/llm.ts). */
+const KIND: Record<StorageDtype, number> = { float32: 0, float16: 1, bfloat16: 2 };
 
 function bad(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
   throw new KernelError(code, msg);
@@ -73,7 +76,8 @@ export class KVCache {
   readonly window: number;
   /** Rows per (sequence, head) in storage: window or capacity. */
   readonly rows: number;
-  readonly dtype: 'float32';
+  readonly dtype: StorageDtype;
+  private readonly elemBytes: number;
   private readonly ek: Kernels;
   private storage: Tensor;
   /** int32 scratch owned by the cache: starts [B], cumulative counts [B+1]. */
@@ -93,8 +97,9 @@ export class KVCache {
     this.kvHeads = posInt(opts.kvHeads, 'kvHeads');
     this.headDim = posInt(opts.headDim, 'headDim');
     const dtype = opts.dtype ?? 'float32';
-    if (dtype !== 'float32') bad('INVALID_DTYPE', `kvCache dtype: expected 'float32' (float16, bfloat16, float8e4m3fn and int8 storage are not implemented yet), got ${show(dtype)}`);
-    this.dtype = 'float32';
+    if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16' or 'bfloat16' (float8e4m3fn and int8 storage are not implemented yet), got ${show(dtype)}`);
+    this.dtype = dtype as StorageDtype;
+    this.elemBytes = this.dtype === 'float32' ? 4 : 2;
     if (opts.window !== undefined) {
       this.window = posInt(opts.window, 'window');
       this.capacity = opts.capacity === undefined ? MAX_LEN : posInt(opts.capacity, 'capacity');
@@ -107,8 +112,8 @@ export class KVCache {
       this.rows = this.capacity;
     }
     const total = this.layers * 2 * this.batch * this.kvHeads * this.rows * this.headDim;
-    if (total * 4 > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * 4} bytes do not fit a 32-bit memory`);
-    this.storage = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
+    if (total * this.elemBytes > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * this.elemBytes} bytes do not fit a 32-bit memory`);
+    this.storage = ek.tensor(this.dtype, [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
     try {
       this.meta = ek.tensor('int32', [2 * this.batch + 1]);
     } catch (e) {
@@ -159,8 +164,9 @@ export class KVCache {
     this.assertAlive();
     const L = this.checkLayer(layer, 'append');
     const B = this.batch, H = this.kvHeads, D = this.headDim;
-    this.checkInput(k, 'k');
-    this.checkInput(v, 'v');
+    this.checkInput(k, 'k', true);
+    this.checkInput(v, 'v', true);
+    if (k.dtype !== v.dtype) bad('INVALID_DTYPE', `kvCache.append v: expected the dtype of k (${k.dtype}), got ${v.dtype}`);
     if (k.rank !== v.rank || k.shape.some((d, i) => d !== v.shape[i])) {
       bad('INVALID_SHAPE', `kvCache.append v: expected the shape of k ${show([...k.shape])}, got ${show([...v.shape])}`);
     }
@@ -198,7 +204,7 @@ export class KVCache {
     }
     // ---- all checks passed: write ----
     const kern = llmKernels(this.ek);
-    const N = this.rows, rowBytes = D * 4;
+    const N = this.rows, rowBytes = D * this.elemBytes;
     const starts = this.meta.byteOffset, cum = starts + 4 * B;
     const st = new Int32Array(B), cu = new Int32Array(B + 1);
     for (let b = 0; b < B; b++) {
@@ -209,7 +215,14 @@ export class KVCache {
     m.set(st);
     m.set(cu, B);
     const kDst = this.layerPtr(L, 0), vDst = this.layerPtr(L, 1);
-    if (!packed) {
+    if (k.dtype !== this.dtype) {
+      // float32 rows into a half-precision cache: converted (round to nearest even) as they are written.
+      const circ = this.window ? 1 : 0, kind = KIND[this.dtype];
+      if (S > 0) {
+        kern.appendHalfRows(kDst, k.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0, kind);
+        kern.appendHalfRows(vDst, v.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0, kind);
+      }
+    } else if (!packed) {
       if (S > 0) {
         const circ = this.window ? 1 : 0;
         kern.scatterRows(kDst, k.byteOffset, B, H, N, S, rowBytes, starts, cum, circ);
@@ -254,7 +267,7 @@ export class KVCache {
     this.assertAlive();
     const L = this.checkLayer(layer, 'attend');
     const B = this.batch, Hkv = this.kvHeads, D = this.headDim;
-    this.checkInput(q, 'q');
+    this.checkInput(q, 'q', false);
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.attend options: expected an object, got ${show(opts)}`);
     const scale = opts.scale ?? 1 / Math.sqrt(D);
     if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
@@ -287,7 +300,7 @@ export class KVCache {
     }
     let out = opts.out;
     if (out !== undefined) {
-      this.checkInput(out, 'out');
+      this.checkInput(out, 'out', false);
       if (out.rank !== q.rank || out.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...out.shape])}`);
       if (overlaps(out, q) || overlaps(out, this.storage)) bad('ALIASING', 'kvCache.attend out: overlaps q or the cache');
     }
@@ -295,7 +308,8 @@ export class KVCache {
     const kern = llmKernels(this.ek);
     out ??= this.ek.tensor('float32', q.shape);
     const scores = this.ek.scratch(this.rows * 4 * (Hq / Hkv));
-    const N = this.rows, seqBytes = Hkv * N * D * 4;
+    const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
+    const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : kern.attendBF16;
     const kL = this.layerPtr(L, 0), vL = this.layerPtr(L, 1);
     let t0 = 0;
     for (let b = 0; b < B; b++) {
@@ -303,7 +317,7 @@ export class KVCache {
       let qOff: number, hStride: number, rStride: number, rows: number;
       if (packed) { qOff = t0 * Hq * D * 4; hStride = D; rStride = Hq * D; rows = qLen[b]; t0 += qLen[b]; }
       else { qOff = b * Hq * S * D * 4; hStride = S * D; rStride = D; rows = S; }
-      kern.attendF32(out.byteOffset + qOff, q.byteOffset + qOff, kL + b * seqBytes, vL + b * seqBytes, Hq, Hkv, rows, qLen[b], D, N,
+      attendKernel(out.byteOffset + qOff, q.byteOffset + qOff, kL + b * seqBytes, vL + b * seqBytes, Hq, Hkv, rows, qLen[b], D, N,
         hStride, rStride, kvLen, this.window, causal ? 1 : 0, scale, scores);
     }
     return out;
@@ -383,7 +397,7 @@ export class KVCache {
   // ---- internals ---------------------------------------------------------------------
 
   private layerPtr(layer: number, kv: 0 | 1): number {
-    const block = this.batch * this.kvHeads * this.rows * this.headDim * 4;
+    const block = this.batch * this.kvHeads * this.rows * this.headDim * this.elemBytes;
     return this.storage.byteOffset + (layer * 2 + kv) * block;
   }
 
@@ -395,7 +409,7 @@ export class KVCache {
     if (t === null || t.disposed) {
       // A view: owned by the instance (so ek.run accepts it) but not one of its live
       // allocations, so disposing it frees nothing.
-      t = new Tensor(this.ek, F32, [this.batch, this.kvHeads, this.rows, this.headDim], this.layerPtr(L, kv));
+      t = new Tensor(this.ek, dtypeInfo(this.dtype), [this.batch, this.kvHeads, this.rows, this.headDim], this.layerPtr(L, kv));
       this.views[i] = t;
     }
     return t;
@@ -408,11 +422,14 @@ export class KVCache {
     return layer;
   }
 
-  private checkInput(t: Tensor, what: string): void {
+  /** A package tensor of this instance: float32, or (kv rows only) the cache's own dtype. */
+  private checkInput(t: Tensor, what: string, kvRows: boolean): void {
     if (!(t instanceof Tensor)) bad('INVALID_ARGUMENT', `kvCache ${what}: expected a package Tensor (float32), got ${show(t)}`);
     t.assertAlive(`kvCache ${what}`);
     if (t.owner !== this.ek) bad('INVALID_ARGUMENT', `kvCache ${what}: the tensor belongs to another instance`);
-    if (t.dtype !== this.dtype) bad('INVALID_DTYPE', `kvCache ${what}: expected dtype ${this.dtype} (the cache's), got ${t.dtype}`);
+    if (t.dtype !== 'float32' && !(kvRows && t.dtype === this.dtype)) {
+      bad('INVALID_DTYPE', `kvCache ${what}: expected dtype float32${kvRows && this.dtype !== 'float32' ? ` or ${this.dtype} (the cache's)` : ''}, got ${t.dtype}`);
+    }
     if (overlaps(t, this.storage) && what !== 'q') bad('ALIASING', `kvCache ${what}: overlaps the cache storage`);
   }
 

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { expectKernelError, init, memorySnapshot, type Kernels, type Tensor } from './helpers.js';
+import { bf16ToF32, expectKernelError, f16ToF32, init, memorySnapshot, type Kernels, type Tensor } from './helpers.js';
 import { attendRow } from './ref/llm.js';
 
 let ek: Kernels;
@@ -144,7 +144,83 @@ describe('append vs TRT_KVCacheUpdate / TensorScatter composed by hand', () => {
   });
 });
 
-for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, () => {
+/** Independent round-to-nearest-even into a 16-bit float pattern, by search over the decoded patterns. */
+function toHalfBits(x: number, dtype: 'float16' | 'bfloat16'): number {
+  const dec = dtype === 'float16' ? f16ToF32 : bf16ToF32;
+  const inf = dtype === 'float16' ? 0x7c00 : 0x7f80;
+  const infAt = dtype === 'float16' ? 65536 : 2 ** 128; // where the pattern after the largest finite one would sit
+  const val = (p: number) => (p === inf ? infAt : dec(p));
+  if (Number.isNaN(x)) return dtype === 'float16' ? 0x7e00 : 0x7fc0;
+  const sign = x < 0 || Object.is(x, -0) ? 0x8000 : 0;
+  const a = Math.abs(x);
+  if (a === Infinity) return sign | inf;
+  let lo = 0, hi = inf; // largest p with val(p) <= a
+  while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (val(mid) <= a) lo = mid; else hi = mid - 1; }
+  if (lo === inf) return sign | inf;
+  const d0 = a - val(lo), d1 = val(lo + 1) - a;
+  return sign | (d0 < d1 ? lo : d1 < d0 ? lo + 1 : (lo & 1 ? lo + 1 : lo));
+}
+const quantize = (x: number, dtype: string) => (dtype === 'float32' ? Math.fround(x) : (dtype === 'float16' ? f16ToF32 : bf16ToF32)(toHalfBits(Math.fround(x), dtype as 'float16')));
+
+describe('half-precision caches (float16, bfloat16)', () => {
+  it('append rounds float32 rows to nearest even in the write pass (boundaries, subnormals, overflow, Inf, NaN)', () => {
+    const specials = [0, -0, 1, -1, 65504, 65519.99, 65520, 65536, 1e6, -1e6, Infinity, -Infinity, NaN, 2 ** -24, 2 ** -25, 3 * 2 ** -26, 2 ** -14, 2 ** -14 - 2 ** -25, 6.1e-5, 1e-8, 3.4e38, 1.0009765625, 1.00048828125, 1.00146484375, 1 + 2 ** -8, 1 + 3 * 2 ** -9];
+    const rnd = lcg(9);
+    const vals = [...specials];
+    while (vals.length < 4 * 64) vals.push(rnd() * 2 ** Math.floor(rnd() * 40 - 20));
+    for (const dtype of ['float16', 'bfloat16'] as const) {
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 4, headDim: 64, capacity: 2, dtype });
+      const k = ek.tensor('float32', [1, 4, 1, 64], vals), v = ek.tensor('float32', [1, 4, 1, 64], vals.map((x) => -x));
+      try {
+        c.append(0, k, v);
+        c.advance();
+        const kb = c.keys(0).data as Uint16Array, vb = c.values(0).data as Uint16Array;
+        expect(c.keys(0).dtype).toBe(dtype);
+        for (let h = 0; h < 4; h++) {
+          for (let i = 0; i < 64; i++) {
+            const x = Math.fround(vals[h * 64 + i]);
+            // NaN: a quiet NaN (its sign bit is whatever the engine's float32 NaN carried)
+            const m = Number.isNaN(x) ? 0x7fff : 0xffff;
+            expect(kb[h * 2 * 64 + i] & m, `${dtype} k ${x}`).toBe(toHalfBits(x, dtype) & m);
+            expect(vb[h * 2 * 64 + i] & m, `${dtype} v ${-x}`).toBe(toHalfBits(-x, dtype) & m);
+          }
+        }
+        // rows already in the cache's dtype are copied bit for bit
+        const raw = ek.tensor(dtype, [1, 4, 1, 64], Array.from({ length: 256 }, (_, i) => (i * 2654435761) & 0xffff));
+        c.append(0, raw, raw);
+        const kb2 = c.keys(0).data as Uint16Array;
+        for (let h = 0; h < 4; h++) for (let i = 0; i < 64; i++) expect(kb2[(h * 2 + 1) * 64 + i]).toBe((raw.data as Uint16Array)[h * 64 + i]);
+        raw.dispose();
+      } finally {
+        c.dispose(); k.dispose(); v.dispose();
+      }
+    }
+  });
+});
+
+describe('half-precision caches against the float32 cache', () => {
+  it('attend outputs agree within the documented tolerance (float16 2e-3, bfloat16 2e-2, for |k|,|v| <= 1)', () => {
+    const B = 2, Hkv = 2, Hq = 8, D = 64, L = 40, rnd = lcg(21);
+    const caches = (['float32', 'float16', 'bfloat16'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, capacity: L, dtype }));
+    const k = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
+    const v = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
+    const q = ek.tensor('float32', [B, Hq, L, D], new Float32Array(B * Hq * L * D).map(() => rnd()));
+    try {
+      const outs = caches.map((c) => { c.append(0, k, v); const o = c.attend(0, q); c.advance(); return o; });
+      const [f32, f16, bf16] = outs.map((o) => o.data as Float32Array);
+      let e16 = 0, eb16 = 0;
+      for (let i = 0; i < f32.length; i++) { e16 = Math.max(e16, Math.abs(f16[i] - f32[i])); eb16 = Math.max(eb16, Math.abs(bf16[i] - f32[i])); }
+      expect(e16).toBeLessThan(2e-3);
+      expect(eb16).toBeLessThan(2e-2);
+      expect(e16).toBeGreaterThan(0); // the values really went through 16 bits
+      outs.forEach((o) => o.dispose());
+    } finally {
+      caches.forEach((c) => c.dispose()); k.dispose(); v.dispose(); q.dispose();
+    }
+  });
+});
+
+for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16'] as const) describe(`attend (${build}, ${dtype} cache)`, () => {
   let ek: Kernels;
   beforeAll(async () => {
     ek = await init({ build });
@@ -154,7 +230,7 @@ for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, (
     fc.assert(fc.property(fc.integer(), fc.constantFrom(0, 4, 7), fc.boolean(), (seed, window, causal) => {
       const rnd = lcg(seed);
       const B = 3, Hkv = 2, group = 2, Hq = Hkv * group, D = 6, cap = 24;
-      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, ...(window ? { window, capacity: cap } : { capacity: cap }) });
+      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, dtype, ...(window ? { window, capacity: cap } : { capacity: cap }) });
       const r = new RefCache(B, window);
       const scale = 0.4;
       try {
@@ -178,7 +254,9 @@ for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, (
             kp.t.dispose(); vp.t.dispose();
           }
           c.append(0, k, v, { lengths: counts });
-          for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) { r.k[b].push(kp.rows[b][s]); r.v[b].push(vp.rows[b][s]); }
+          // the reference attends over the values as stored (the kernel dequantizes exactly)
+          const q16 = (rows: number[][]) => rows.map((r) => r.map((x) => quantize(x, dtype)));
+          for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) { r.k[b].push(q16(kp.rows[b][s])); r.v[b].push(q16(vp.rows[b][s])); }
           const qp = randomPadded(B, Hq, S, D, rnd);
           let q = qp.t;
           if (packed) {
@@ -209,12 +287,12 @@ for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, (
       } finally {
         c.dispose();
       }
-    }), { seed: 11, numRuns: 24 });
+    }), { seed: 11, numRuns: dtype === 'float32' ? 24 : 10 });
   });
 
   it('a window wraps many times: decode attends over exactly the last W positions', () => {
     const W = 3, D = 4, rnd = lcg(5);
-    const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: D, window: W });
+    const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: D, window: W, dtype });
     const r = [new RefCache(1, W), new RefCache(1, W)];
     const out = ek.tensor('float32', [1, 2, 1, D]);
     try {
@@ -222,7 +300,7 @@ for (const build of ['simd', 'scalar'] as const) describe(`attend (${build})`, (
         for (let l = 0; l < 2; l++) {
           const k = randomPadded(1, 1, 1, D, rnd), v = randomPadded(1, 1, 1, D, rnd), q = randomPadded(1, 2, 1, D, rnd);
           c.append(l, k.t, v.t);
-          r[l].k[0].push(k.rows[0][0]); r[l].v[0].push(v.rows[0][0]);
+          r[l].k[0].push(k.rows[0][0].map((row) => row.map((x) => quantize(x, dtype)))); r[l].v[0].push(v.rows[0][0].map((row) => row.map((x) => quantize(x, dtype))));
           expect(c.attend(l, q.t, { out })).toBe(out);
           for (let h = 0; h < 2; h++) close((out.data as Float32Array).subarray(h * D, (h + 1) * D), r[l].attend(0, h, 2, q.rows[0][0][h], step, step + 1, 0.5), `step ${step}`);
           k.t.dispose(); v.t.dispose(); q.t.dispose();

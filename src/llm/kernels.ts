@@ -17,6 +17,9 @@ export interface LlmKernels {
     out: number, q: number, k: number, v: number, Hq: number, Hkv: number, S: number, qLen: number, D: number, N: number,
     qHeadStride: number, qRowStride: number, kvLen: number, window: number, causal: number, scale: number, scores: number,
   ): void;
+  attendF16: LlmKernels['attendF32'];
+  attendBF16: LlmKernels['attendF32'];
+  appendHalfRows(cache: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number, kind: number): void;
   scatterRows(cache: number, update: number, B: number, P: number, N: number, S: number, rowBytes: number, writeIdx: number, lengths: number, circular: number): void;
   scatterPackedRows(cache: number, update: number, B: number, H: number, N: number, rowBytes: number, writeIdx: number, lengths: number): void;
 }

@@ -29,6 +29,8 @@ export function ropeTable(pos: number, headSize: number, out: Float32Array): voi
 export interface LlamaOptions {
   /** Longest sequence (cache capacity); default and maximum: the checkpoint's seq_len. */
   seqLen?: number;
+  /** KV-cache storage dtype: 'float32' (default, llama2.c's arithmetic), 'float16' or 'bfloat16'. */
+  cacheDtype?: string;
 }
 
 export class Llama {
@@ -73,7 +75,7 @@ export class Llama {
     this.attT = view(this.ptr.att, [1, c.nHeads, 1, hs]);
     this.kT = view(this.ptr.kk, [1, c.nKvHeads, 1, hs]);
     this.vT = view(this.ptr.vv, [1, c.nKvHeads, 1, hs]);
-    this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen });
+    this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32' });
     this.rope = new Float32Array(2 * hs);
     this.scale = f(1 / Math.sqrt(hs));
   }
