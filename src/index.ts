@@ -4,5 +4,5 @@ export { KernelError, ERROR_CODES, type KernelErrorCode } from './errors.js';
 export { Tensor, type PlainTensor, type TensorLike } from './tensor.js';
 export { DTYPES, DTYPE_NAMES, type DType, type DTypeInfo } from './dtypes.js';
 export { OPS } from './ops/index.js';
-export { KVCache, type KVCacheOptions, type AppendOptions, type AttendOptions } from './kvcache.js';
+export { KVCache, TRT_ATTENTION_MIN_WORK, type KVCacheOptions, type AppendOptions, type AttendOptions } from './kvcache.js';
 export * from './llm/index.js';

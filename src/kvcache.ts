@@ -21,6 +21,7 @@ import { dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { llmKernels } from './llm/kernels.js';
+import { OPS } from './ops/index.js';
 import { Tensor } from './tensor.js';
 
 export interface KVCacheOptions {
@@ -32,6 +33,8 @@ export interface KVCacheOptions {
   capacity?: number;
   /** Storage dtype: 'float32' (default), 'float16' or 'bfloat16' (float8e4m3fn and int8 are not implemented yet). */
   dtype?: string;
+  /** Query heads of a decode step (default kvHeads): sizes the query buffer allocated up front, so decode steps allocate nothing. */
+  queryHeads?: number;
   /** Keep only the last `window` positions of each sequence, in a circular buffer of `window` rows. */
   window?: number;
 }
@@ -48,7 +51,18 @@ export interface AttendOptions {
   causal?: boolean;
   /** Output tensor, q's shape and dtype; allocated when omitted. */
   out?: Tensor;
+  /**
+   * Which kernel: 'TRT_Attention' (the operator, through ek.run), 'builtin' (attendF32/F16/BF16
+   * of assembly/llm.ts, called directly) or 'auto' (default): TRT_Attention when the step reads
+   * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
+   * per-call operator overhead). A window that has wrapped always uses builtin (cache rows
+   * are then circular, which TRT_Attention's padded form cannot express).
+   */
+  impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }
+
+/** Query·key products per attend call from which 'auto' picks TRT_Attention. */
+export const TRT_ATTENTION_MIN_WORK = 1 << 20;
 
 const MAX_LEN = 0x7fffffff;
 const STORAGE = ['float32', 'float16', 'bfloat16'] as const;
@@ -86,6 +100,8 @@ export class KVCache {
   private pending: Int32Array | null = null;
   private written: Uint8Array;
   private views: (Tensor | null)[];
+  /** Scaled copy of the queries for TRT_Attention (which has no scale attribute); grown on demand. */
+  private qbuf: Tensor | null = null;
   private alive = true;
 
   /** @internal — use ek.kvCache(). */
@@ -114,12 +130,17 @@ export class KVCache {
     const total = this.layers * 2 * this.batch * this.kvHeads * this.rows * this.headDim;
     if (total * this.elemBytes > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * this.elemBytes} bytes do not fit a 32-bit memory`);
     this.storage = ek.tensor(this.dtype, [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
+    const qh = opts.queryHeads === undefined ? this.kvHeads : posInt(opts.queryHeads, 'queryHeads');
+    let meta: Tensor | null = null;
     try {
-      this.meta = ek.tensor('int32', [2 * this.batch + 1]);
+      meta = ek.tensor('int32', [2 * this.batch + 1]);
+      this.qbuf = ek.tensor('float32', [this.batch * qh * this.headDim]);
     } catch (e) {
       this.storage.dispose();
+      meta?.dispose();
       throw e;
     }
+    this.meta = meta;
     this.len = new Int32Array(this.batch);
     this.written = new Uint8Array(this.layers);
     this.views = new Array<Tensor | null>(2 * this.layers).fill(null);
@@ -271,6 +292,7 @@ export class KVCache {
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.attend options: expected an object, got ${show(opts)}`);
     const scale = opts.scale ?? 1 / Math.sqrt(D);
     if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
+    if (opts.impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(opts.impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(opts.impl)}`);
     const causal = opts.causal ?? true;
     if (typeof causal !== 'boolean') bad('INVALID_ARGUMENT', `kvCache.attend causal: expected a boolean, got ${show(opts.causal)}`);
     let packed: boolean, Hq: number, S: number;
@@ -307,6 +329,19 @@ export class KVCache {
     // ---- checks passed ----
     const kern = llmKernels(this.ek);
     out ??= this.ek.tensor('float32', q.shape);
+    const kvLens = new Int32Array(B);
+    for (let b = 0; b < B; b++) kvLens[b] = this.len[b] + (this.pending ? this.pending[b] : 0);
+    // TRT_Attention (the attention family's flash kernel) covers every case where cache row
+    // p holds position p: no window, or a window that has not wrapped yet. A wrapped window
+    // goes through attendF32/F16/BF16 below, which walk the circular rows.
+    let work = 0;
+    for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
+    const impl = opts.impl ?? 'auto';
+    const trt = impl === 'TRT_Attention' || (impl === 'auto' && work >= TRT_ATTENTION_MIN_WORK);
+    if (trt && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
+      this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
+      return out;
+    }
     const scores = this.ek.scratch(this.rows * 4 * (Hq / Hkv));
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
     const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : kern.attendBF16;
@@ -321,6 +356,30 @@ export class KVCache {
         hStride, rStride, kvLen, this.window, causal ? 1 : 0, scale, scores);
     }
     return out;
+  }
+
+  /** Runs TRT_Attention over layer L's keys/values (views) with kv_lengths [B] and query_lengths [B+1] in the cache's meta block. */
+  private attendTrt(L: number, q: Tensor, out: Tensor, scale: number, causal: boolean, packed: boolean, qLen: Int32Array, kvLens: Int32Array): void {
+    const B = this.batch, n = q.size;
+    if (this.qbuf === null || this.qbuf.size < n) {
+      const grown = this.ek.tensor('float32', [Math.max(n, this.qbuf ? 2 * this.qbuf.size : 0)]);
+      this.qbuf?.dispose();
+      this.qbuf = grown;
+    }
+    const buf = this.ek.memory.buffer;
+    const src = new Float32Array(buf, q.byteOffset, n), dst = new Float32Array(buf, this.qbuf.byteOffset, n);
+    for (let i = 0; i < n; i++) dst[i] = src[i] * scale;
+    const meta = new Int32Array(buf, this.meta.byteOffset, 2 * B + 1);
+    meta.set(kvLens);
+    meta[B] = 0;
+    for (let b = 0; b < B; b++) meta[B + b + 1] = meta[B + b] + qLen[b];
+    const I32 = dtypeInfo('int32'), F32 = dtypeInfo('float32');
+    const qs = new Tensor(this.ek, F32, q.shape, this.qbuf.byteOffset);
+    const kvl = new Tensor(this.ek, I32, [B], this.meta.byteOffset);
+    const ql = new Tensor(this.ek, I32, [B + 1], this.meta.byteOffset + 4 * B);
+    this.ek.run('TRT_Attention', [qs, this.view(L, 0), this.view(L, 1), null, ql, kvl], {
+      query_form: packed ? 'packed_nhd' : 'padded_bhnd', kv_form: 'padded_bhnd', causal_kind: causal ? 'lower_right' : 'none',
+    }, { outputs: [out] });
   }
 
   /** Ends a step: every sequence's length grows by its appended count. Requires every layer appended. Returns the new lengths. */
@@ -388,6 +447,7 @@ export class KVCache {
     for (const v of this.views) v?.dispose();
     this.storage.dispose();
     this.meta.dispose();
+    this.qbuf?.dispose();
   }
 
   get disposed(): boolean {

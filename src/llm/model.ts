@@ -75,7 +75,7 @@ export class Llama {
     this.attT = view(this.ptr.att, [1, c.nHeads, 1, hs]);
     this.kT = view(this.ptr.kk, [1, c.nKvHeads, 1, hs]);
     this.vT = view(this.ptr.vv, [1, c.nKvHeads, 1, hs]);
-    this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32' });
+    this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32', queryHeads: c.nHeads });
     this.rope = new Float32Array(2 * hs);
     this.scale = f(1 / Math.sqrt(hs));
   }
