@@ -4,5 +4,6 @@ export { KernelError, ERROR_CODES, type KernelErrorCode } from './errors.js';
 export { Tensor, type PlainTensor, type TensorLike } from './tensor.js';
 export { DTYPES, DTYPE_NAMES, type DType, type DTypeInfo } from './dtypes.js';
 export { OPS } from './ops/index.js';
+export { type CombineFn, type Combiner, type CombineName, type Combiners, type LinearScanOptions, type Pytree, type ScanOptions } from './scan.js';
 export { KVCache, TRT_ATTENTION_MIN_WORK, type KVCacheOptions, type AppendOptions, type AttendOptions } from './kvcache.js';
 export * from './llm/index.js';

@@ -1,0 +1,98 @@
+// Scans: CumSum over 16M float32 (1-D and (4096,4096) along each axis) against
+// onnxruntime (web: wasm, 1 thread; node: 1 intra-op thread) and memcpy of the same
+// traffic; the fused `add` scan against the same scan with a JS combine function; the
+// linear recurrence h_t = a_t*h_{t-1} + b_t over (4096 steps x 1024 lanes).
+// `bytes` is the traffic a kernel must do: every input byte read once, every output byte
+// written once. h.memcpy(k) copies k bytes = 2k bytes of traffic.
+const per = (s, k) => ({ median: s.median / k, p10: s.p10 / k, p90: s.p90 / k, runs: s.runs });
+
+function fill(a, seed) {
+  let s = seed;
+  for (let i = 0; i < a.length; i++) {
+    s = (s * 1103515245 + 12345) >>> 0;
+    a[i] = (s >>> 8) / 2 ** 24 - 0.5;
+  }
+  return a;
+}
+
+export default async function (h) {
+  const { ek } = h;
+  const N = 1 << 24;
+
+  // ---- CumSum, 16M float32 ------------------------------------------------------------
+  const data = fill(new Float32Array(N), 1);
+  for (const [shape, axis] of [[[N], 0], [[4096, 4096], 0], [[4096, 4096], 1]]) {
+    const suite = 'CumSum';
+    const name = `16M f32 ${shape.length === 1 ? '1-D' : `(4096,4096) axis ${axis}`}`;
+    const bytes = 2 * 4 * N;
+    const x = ek.tensor('float32', shape, data);
+    const ax = ek.tensor('int32', [], [axis]);
+    const out = ek.tensor('float32', shape);
+    h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => ek.run('CumSum', [x, ax], {}, { outputs: [out] }), { minMs: 400, maxRuns: 40 }), bytes });
+    h.emit({ suite, case: name, impl: 'edgekernels (new output each call)', stats: await h.time(() => ek.run('CumSum', [x, ax])[0].dispose(), { minMs: 400, maxRuns: 40 }), bytes });
+    h.emit({ suite, case: name, impl: 'memcpy', stats: await h.memcpy(4 * N, { minMs: 400, maxRuns: 40 }), bytes });
+    const model = h.onnxModel({
+      op: 'CumSum', opset: 14,
+      inputs: [{ name: 'x', dtype: 'float32', shape }, { name: 'axis', dtype: 'int32', shape: [] }],
+      outputs: [{ name: 'y', dtype: 'float32', shape }],
+    });
+    for (const impl of ['web', 'node']) {
+      const peer = h.ort[impl];
+      if (!peer) continue;
+      const run = (await peer.session(model)).prepare({ x: { dtype: 'float32', shape, data }, axis: { dtype: 'int32', shape: [], data: Int32Array.of(axis) } });
+      h.emit({ suite, case: name, impl: `ort-${impl}`, stats: await h.time(run, { minMs: 400, maxRuns: 10 }), bytes });
+    }
+    x.dispose(); ax.dispose(); out.dispose();
+  }
+
+  // ---- fused add scan vs a JS combine function -----------------------------------------
+  // Same scan, two sizes: the JS combine runs on 1/32 of the steps; both are reported in
+  // ms per 1M scanned elements.
+  for (const [L, dim, label] of [[1024, 0, 'lanes: (T,1024) dim 0'], [1, 0, 'innermost: (T) dim 0']]) {
+    const suite = 'scan add f32 (ms per 1M elements)';
+    const T = L === 1 ? 1 << 22 : 4096;
+    const Tjs = T / (L === 1 ? 4096 : 32);
+    const shape = L === 1 ? [T] : [T, L];
+    const shapeJs = L === 1 ? [Tjs] : [Tjs, L];
+    const cshape = L === 1 ? [] : [L];
+    const x = ek.tensor('float32', shape, fill(new Float32Array(T * L), 2));
+    const xj = ek.tensor('float32', shapeJs, fill(new Float32Array(Tjs * L), 2));
+    const c = ek.tensor('float32', cshape);
+    const fused = () => { const [a, b] = ek.scan(ek.combine.add, c, x, { dim }); a.dispose(); b.dispose(); };
+    const jsAdd = (carry, xt) => {
+      const next = ek.tensor('float32', carry.shape);
+      const nd = next.data, cd = carry.data, xd = xt.data;
+      for (let i = 0; i < nd.length; i++) nd[i] = cd[i] + xd[i];
+      const y = ek.tensor('float32', carry.shape);
+      y.data.set(next.data);
+      return [next, y];
+    };
+    const js = () => { const [a, b] = ek.scan(jsAdd, c, xj, { dim }); a.dispose(); b.dispose(); };
+    h.emit({ suite, case: label, impl: 'edgekernels', stats: per(await h.time(fused, { minMs: 400, maxRuns: 40 }), (T * L) / 1e6), bytes: 8e6 });
+    h.emit({ suite, case: label, impl: 'JS combine function', stats: per(await h.time(js, { minMs: 400, maxRuns: 20 }), (Tjs * L) / 1e6), bytes: 8e6 });
+    x.dispose(); xj.dispose(); c.dispose();
+  }
+
+  // ---- linear recurrence (4096 steps x 1024 lanes) ----------------------------------------
+  {
+    const suite = 'linearScan';
+    const T = 4096, L = 1024;
+    const name = 'f32 (4096 steps x 1024 lanes)';
+    const bytes = 3 * 4 * T * L; // read a, b; write hs
+    const a = ek.tensor('float32', [T, L], fill(new Float32Array(T * L), 3).map((v) => 0.5 + v));
+    const b = ek.tensor('float32', [T, L], fill(new Float32Array(T * L), 4));
+    const h0 = ek.tensor('float32', [L]);
+    h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => { const [l, hs] = ek.linearScan(a, b, h0); l.dispose(); hs.dispose(); }, { minMs: 400, maxRuns: 40 }), bytes });
+    const ad = a.data.slice(), bd = b.data.slice(), hs = new Float32Array(T * L);
+    const jsLoop = () => {
+      for (let i = 0; i < L; i++) hs[i] = ad[i] * 0 + bd[i];
+      for (let t = 1; t < T; t++) {
+        const o = t * L, p = o - L;
+        for (let i = 0; i < L; i++) hs[o + i] = ad[o + i] * hs[p + i] + bd[o + i];
+      }
+    };
+    h.emit({ suite, case: name, impl: 'JS loop (Float32Array)', stats: await h.time(jsLoop, { minMs: 400, maxRuns: 40 }), bytes });
+    h.emit({ suite, case: name, impl: 'memcpy', stats: await h.memcpy(bytes / 2, { minMs: 400, maxRuns: 40 }), bytes });
+    a.dispose(); b.dispose(); h0.dispose();
+  }
+}

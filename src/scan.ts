@@ -1,0 +1,640 @@
+/**
+ * ek.scan, ek.combine and ek.linearScan: PyTorch-style scans (torch._higher_order_ops.scan).
+ *
+ * scan(combineFn, init, xs, { dim = 0, reverse = false, length }) → [finalCarry, ys]
+ *   carry_0 = init; for each step t along `dim` (backwards when reverse):
+ *   [carry_{t+1}, y_t] = combineFn(carry_t, x_t); ys stacks every y_t along `dim`.
+ *
+ * Two paths:
+ *   - fused: combineFn is one of ek.combine.add/mul/max/min/logaddexp, init and xs are
+ *     single tensors of one dtype with init.shape == xs.shape without `dim`: one kernel
+ *     call over the whole scan (assembly/scan.ts).
+ *   - step by step: anything else. Slices of xs go to combineFn as package tensors; the
+ *     rules (structure / shape / dtype of nextCarry, no aliasing, no modified inputs) are
+ *     checked after every step; every tensor the scan or the combine function created
+ *     for an intermediate step is released.
+ */
+import { type DTypeInfo, dtypeInfo } from './dtypes.js';
+import { KernelError, show } from './errors.js';
+import type { Kernels } from './kernels.js';
+import { product } from './ops/checks.js';
+import { type PlainTensor, Tensor, checkShape } from './tensor.js';
+
+/** A tensor, or arrays / plain objects of them (null leaves are allowed and kept). */
+export type Pytree<T = Tensor> = T | null | readonly Pytree<T>[] | { readonly [key: string]: Pytree<T> };
+
+/** (carry, x) → [nextCarry, y]. x is null in a counted loop (xs = null). */
+export type CombineFn = (carry: any, x: any) => readonly [unknown, unknown];
+
+export interface ScanOptions {
+  /** The scanned dimension of every xs leaf (negative counts from the end). Default 0. */
+  dim?: number;
+  /** Scan from the last index to the first. Default false. */
+  reverse?: boolean;
+  /** Number of steps: required when xs is null, must equal the scanned length otherwise. */
+  length?: number;
+}
+
+export interface LinearScanOptions {
+  dim?: number;
+  reverse?: boolean;
+}
+
+export type CombineName = 'add' | 'mul' | 'max' | 'min' | 'logaddexp';
+
+/** A fused combiner: callable as an ordinary combine function, recognized by ek.scan. */
+export interface Combiner extends CombineFn {
+  (carry: Tensor | PlainTensor, x: Tensor | PlainTensor): [Tensor, Tensor];
+  readonly combineName: CombineName;
+}
+
+export type Combiners = Readonly<Record<CombineName, Combiner>>;
+
+const OP_CODE: Record<CombineName, number> = { add: 0, mul: 1, max: 2, min: 3, logaddexp: 4 };
+const FUSED = Symbol('edgekernels.fusedCombiner');
+const KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32' };
+
+function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
+  throw new KernelError(code, msg);
+}
+
+function dtypesFor(name: CombineName): string[] {
+  return name === 'logaddexp' ? ['float32', 'float64'] : ['float32', 'float64', 'int32'];
+}
+
+// ---- pytrees ---------------------------------------------------------------------
+
+type Spec =
+  | { kind: 'leaf' }
+  | { kind: 'none' }
+  | { kind: 'list'; items: Spec[] }
+  | { kind: 'dict'; keys: string[]; items: Spec[] };
+
+interface Leaf {
+  value: unknown;
+  path: string;
+}
+
+function isPlainTensor(v: unknown): v is PlainTensor {
+  return v !== null && typeof v === 'object' && !Array.isArray(v) && 'data' in v && ('dtype' in v || 'type' in v);
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  if (v === null || typeof v !== 'object') return false;
+  const p = Object.getPrototypeOf(v);
+  return p === Object.prototype || p === null;
+}
+
+function flatten(tree: unknown, path: string, leaves: Leaf[]): Spec {
+  if (tree === null || tree === undefined) return { kind: 'none' };
+  if (tree instanceof Tensor || isPlainTensor(tree)) {
+    leaves.push({ value: tree, path });
+    return { kind: 'leaf' };
+  }
+  if (Array.isArray(tree)) return { kind: 'list', items: tree.map((t, i) => flatten(t, `${path}[${i}]`, leaves)) };
+  if (isPlainObject(tree)) {
+    const keys = Object.keys(tree);
+    return { kind: 'dict', keys, items: keys.map((k) => flatten(tree[k], `${path}.${k}`, leaves)) };
+  }
+  return fail('INVALID_ARGUMENT', `${path}: expected a Tensor, { dtype, shape, data }, an array or a plain object of them, got ${describe(tree)}`);
+}
+
+function unflatten(spec: Spec, leaves: unknown[], at = { i: 0 }): unknown {
+  switch (spec.kind) {
+    case 'leaf':
+      return leaves[at.i++];
+    case 'none':
+      return null;
+    case 'list':
+      return spec.items.map((s) => unflatten(s, leaves, at));
+    case 'dict': {
+      const out: Record<string, unknown> = {};
+      spec.keys.forEach((k, j) => (out[k] = unflatten(spec.items[j], leaves, at)));
+      return out;
+    }
+  }
+}
+
+function showSpec(s: Spec): string {
+  switch (s.kind) {
+    case 'leaf':
+      return 'tensor';
+    case 'none':
+      return 'null';
+    case 'list':
+      return `[${s.items.map(showSpec).join(', ')}]`;
+    case 'dict':
+      return `{ ${s.keys.map((k, i) => `${k}: ${showSpec(s.items[i])}`).join(', ')} }`;
+  }
+}
+
+function sameSpec(a: Spec, b: Spec): boolean {
+  if (a.kind !== b.kind) return false;
+  if (a.kind === 'list' && b.kind === 'list') return a.items.length === b.items.length && a.items.every((s, i) => sameSpec(s, b.items[i]));
+  if (a.kind === 'dict' && b.kind === 'dict') {
+    return a.keys.length === b.keys.length && a.keys.every((k, i) => k === b.keys[i] && sameSpec(a.items[i], b.items[i]));
+  }
+  return true;
+}
+
+function describe(v: unknown): string {
+  if (v instanceof Tensor) return `a tensor ${v.dtype}${show([...v.shape])}`;
+  if (typeof v === 'function') return 'a function';
+  if (v !== null && typeof v === 'object' && !Array.isArray(v)) return `an object (${Object.prototype.toString.call(v)})`;
+  return show(v);
+}
+
+// ---- tensors ---------------------------------------------------------------------
+
+interface Meta {
+  info: DTypeInfo;
+  shape: number[];
+}
+
+function metaOf(v: unknown, what: string): Meta {
+  if (v instanceof Tensor) {
+    v.assertAlive(what);
+    return { info: v.info, shape: [...v.shape] };
+  }
+  const p = v as PlainTensor;
+  return { info: dtypeInfo(p.dtype ?? p.type, `${what}.dtype`), shape: checkShape(p.shape ?? p.dims, `${what}.shape`) };
+}
+
+function checkOwned(ek: Kernels, t: Tensor, what: string): void {
+  t.assertAlive(what);
+  if (t.owner !== ek) fail('INVALID_ARGUMENT', `${what}: the tensor belongs to another instance`);
+}
+
+/** A package tensor for a leaf: the tensor itself, or a new one holding a plain tensor's data (pushed to temps). */
+function asTensor(ek: Kernels, v: unknown, what: string, temps: Tensor[]): Tensor {
+  if (v instanceof Tensor) {
+    checkOwned(ek, v, what);
+    return v;
+  }
+  const p = v as PlainTensor;
+  const t = ek.tensor(dtypeInfo(p.dtype ?? p.type, `${what}.dtype`).name, checkShape(p.shape ?? p.dims, `${what}.shape`), p.data);
+  temps.push(t);
+  return t;
+}
+
+function clone(ek: Kernels, t: Tensor): Tensor {
+  const c = ek.tensor(t.dtype, t.shape);
+  if (t.info.kind === 'string') (c.data as string[]).splice(0, t.size, ...(t.data as string[]));
+  else if (t.byteLength > 0) new Uint8Array(ek.memory.buffer).copyWithin(c.byteOffset, t.byteOffset, t.byteOffset + t.byteLength);
+  return c;
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+function liveSet(ek: Kernels): Set<Tensor> {
+  return (ek as unknown as { live: Set<Tensor> }).live;
+}
+
+function normalizeDim(dim: number, rank: number, what: string): number {
+  if (dim < -rank || dim >= rank) fail('INVALID_ARGUMENT', `${what}: dim ${dim} is out of range for rank ${rank} (expected ${-rank} … ${rank - 1})`);
+  return dim < 0 ? dim + rank : dim;
+}
+
+/** Byte range [start, end) of a leaf's storage inside the linear memory, or null. */
+function memoryRange(ek: Kernels, v: unknown): [number, number] | null {
+  if (v instanceof Tensor) {
+    if (v.disposed || v.byteOffset < 0) return null;
+    return [v.byteOffset, v.byteOffset + Math.max(v.byteLength, 1)];
+  }
+  const d = (v as PlainTensor | null)?.data;
+  if (ArrayBuffer.isView(d) && d.buffer === ek.memory.buffer) return [d.byteOffset, d.byteOffset + Math.max(d.byteLength, 1)];
+  return null;
+}
+
+/** Whether two leaves share storage: the same object, the same data array, or overlapping bytes. */
+function aliases(ek: Kernels, a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (!(a instanceof Tensor) && !(b instanceof Tensor)) {
+    const da = (a as PlainTensor).data, db = (b as PlainTensor).data;
+    if (da === db) return true;
+    if (ArrayBuffer.isView(da) && ArrayBuffer.isView(db) && da.buffer === db.buffer) {
+      if (da.byteOffset < db.byteOffset + Math.max(db.byteLength, 1) && db.byteOffset < da.byteOffset + Math.max(da.byteLength, 1)) return true;
+    }
+  }
+  const ra = memoryRange(ek, a), rb = memoryRange(ek, b);
+  return ra !== null && rb !== null && ra[0] < rb[1] && rb[0] < ra[1];
+}
+
+function bytesOf(ek: Kernels, t: Tensor): Uint8Array | string[] {
+  if (t.info.kind === 'string') return (t.data as string[]).slice();
+  return new Uint8Array(ek.memory.buffer, t.byteOffset, t.byteLength).slice();
+}
+
+function unchanged(ek: Kernels, t: Tensor, before: Uint8Array | string[]): boolean {
+  if (t.info.kind === 'string') {
+    const now = t.data as string[];
+    return now.every((s, i) => s === before[i]);
+  }
+  const now = new Uint8Array(ek.memory.buffer, t.byteOffset, t.byteLength);
+  const b = before as Uint8Array;
+  for (let i = 0; i < b.length; i++) if (now[i] !== b[i]) return false;
+  return true;
+}
+
+// ---- options ---------------------------------------------------------------------
+
+function readOptions(options: unknown, what: string): { dim: number; reverse: boolean; length: number | undefined } {
+  if (options === undefined || options === null) return { dim: 0, reverse: false, length: undefined };
+  if (typeof options !== 'object' || Array.isArray(options)) fail('INVALID_ARGUMENT', `${what} options: expected an object, got ${show(options)}`);
+  const o = options as Record<string, unknown>;
+  for (const k of Object.keys(o)) {
+    if (!['dim', 'reverse', 'length'].includes(k)) fail('INVALID_ARGUMENT', `${what} options: unknown option ${show(k)}; expected dim, reverse, length`);
+  }
+  const dim = o.dim ?? 0;
+  if (typeof dim !== 'number' || !Number.isSafeInteger(dim)) fail('INVALID_ARGUMENT', `${what} options.dim: expected an integer, got ${show(o.dim)}`);
+  const reverse = o.reverse ?? false;
+  if (typeof reverse !== 'boolean') fail('INVALID_ARGUMENT', `${what} options.reverse: expected a boolean, got ${show(o.reverse)}`);
+  const length = o.length;
+  if (length !== undefined && (typeof length !== 'number' || !Number.isSafeInteger(length) || length < 0)) {
+    fail('INVALID_ARGUMENT', `${what} options.length: expected a non-negative integer, got ${show(length)}`);
+  }
+  return { dim, reverse, length: length as number | undefined };
+}
+
+/** (O, N, I) of a shape scanned along `dim`. */
+function fold(shape: readonly number[], dim: number): [number, number, number] {
+  return [product(shape, 0, dim), shape[dim], product(shape, dim + 1)];
+}
+
+// ---- scan ------------------------------------------------------------------------
+
+export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unknown, options?: ScanOptions): [unknown, unknown] {
+  if (typeof combineFn !== 'function') fail('INVALID_ARGUMENT', `scan combineFn: expected a function (carry, x) => [nextCarry, y], got ${describe(combineFn)}`);
+  const { dim, reverse, length } = readOptions(options, 'scan');
+
+  // init
+  const initLeaves: Leaf[] = [];
+  const initSpec = flatten(init, 'init', initLeaves);
+  const initMeta = initLeaves.map((l) => metaOf(l.value, l.path));
+  initLeaves.forEach((l, i) => {
+    if (l.value instanceof Tensor) checkOwned(ek, l.value, l.path);
+    if (initMeta[i].info.kind === 'string') fail('INVALID_DTYPE', `${l.path}: string tensors cannot be scan carries`);
+  });
+
+  // xs
+  const xLeaves: Leaf[] = [];
+  let xSpec: Spec = { kind: 'none' };
+  let N: number;
+  let xDim = dim;
+  const xMeta: Meta[] = [];
+  if (xs === null || xs === undefined) {
+    if (length === undefined) fail('INVALID_ARGUMENT', 'scan options.length: required when xs is null (a counted loop), got undefined');
+    N = length;
+  } else {
+    xSpec = flatten(xs, 'xs', xLeaves);
+    if (xLeaves.length === 0) fail('INVALID_ARGUMENT', `scan xs: expected at least one tensor (or xs = null with options.length), got ${showSpec(xSpec)}`);
+    let first: number | undefined;
+    for (const l of xLeaves) {
+      const m = metaOf(l.value, l.path);
+      if (l.value instanceof Tensor) checkOwned(ek, l.value, l.path);
+      if (m.info.kind === 'string' || m.info.bits < 8) fail('INVALID_DTYPE', `${l.path}: expected a numeric dtype of whole bytes to slice, got ${m.info.name}`);
+      if (m.shape.length === 0) fail('INVALID_SHAPE', `${l.path}: expected rank >= 1 to scan over dim ${dim}, got a scalar`);
+      const d = normalizeDim(dim, m.shape.length, `scan ${l.path}`);
+      if (first === undefined) {
+        first = m.shape[d];
+        xDim = d;
+      } else if (m.shape[d] !== first) {
+        fail('INVALID_SHAPE', `${l.path}: expected length ${first} along dim ${dim} (that of ${xLeaves[0].path}), got ${m.shape[d]} (shape ${show(m.shape)})`);
+      }
+      xMeta.push(m);
+    }
+    N = first!;
+    if (length !== undefined && length !== N) fail('INVALID_VALUE', `scan options.length: expected ${N} (the length of xs along dim ${dim}), got ${length}`);
+  }
+
+  const tag = (combineFn as unknown as { [FUSED]?: CombineName })[FUSED];
+  if (tag !== undefined && initSpec.kind === 'leaf' && xSpec.kind === 'leaf') {
+    const im = initMeta[0], xm = xMeta[0];
+    const sliceShape = xm.shape.filter((_, i) => i !== xDim);
+    if (im.info === xm.info && dtypesFor(tag).includes(im.info.name) && sameShape(im.shape, sliceShape)) {
+      return fusedScan(ek, OP_CODE[tag], initLeaves[0].value, xLeaves[0].value, xDim, reverse);
+    }
+  }
+  return stepScan(ek, combineFn, initSpec, initLeaves, initMeta, xSpec, xLeaves, xMeta, N, xs === null || xs === undefined ? dim : xDim, xs === null || xs === undefined, reverse);
+}
+
+function fusedScan(ek: Kernels, op: number, init: unknown, xs: unknown, dim: number, reverse: boolean): [Tensor, Tensor] {
+  const temps: Tensor[] = [];
+  let ys: Tensor | null = null, last: Tensor | null = null;
+  try {
+    const c = asTensor(ek, init, 'init', temps);
+    const x = asTensor(ek, xs, 'xs', temps);
+    ys = ek.tensor(x.dtype, x.shape);
+    last = ek.tensor(c.dtype, c.shape);
+    const [O, N, I] = fold(x.shape, dim);
+    ek.exports[KERNEL[x.dtype]](x.byteOffset, ys.byteOffset, c.byteOffset, last.byteOffset, O, N, I, op, reverse ? 1 : 0);
+    return [last, ys];
+  } catch (e) {
+    ys?.dispose();
+    last?.dispose();
+    throw e;
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}
+
+function stepScan(
+  ek: Kernels, fn: CombineFn, initSpec: Spec, initLeaves: Leaf[], initMeta: Meta[],
+  xSpec: Spec, xLeaves: Leaf[], xMeta: Meta[], N: number, dim: number, counted: boolean, reverse: boolean,
+): [unknown, unknown] {
+  const temps: Tensor[] = []; // converted plain inputs
+  const owned = new Set<Tensor>(); // tensors this scan holds (carries, stacks)
+  let ys: Tensor[] | null = null;
+  let ySpec: Spec | null = null;
+  let yMeta: Meta[] = [];
+  const mem = () => new Uint8Array(ek.memory.buffer);
+  const live = liveSet(ek);
+  try {
+    const xT = xLeaves.map((l) => asTensor(ek, l.value, l.path, temps));
+    const initT = initLeaves.map((l) => asTensor(ek, l.value, l.path, temps));
+    let carry = initT.map((t) => {
+      const c = clone(ek, t);
+      owned.add(c);
+      return c;
+    });
+    const xFold = xT.map((t) => fold(t.shape, dim));
+    for (let s = 0; s < N; s++) {
+      const t = reverse ? N - 1 - s : s;
+      const at = `step ${s}${reverse ? ` (index ${t})` : ''}`;
+      // slices of xs along dim, as package tensors
+      const slices = xT.map((x, j) => {
+        const [O, , I] = xFold[j];
+        const sl = ek.tensor(x.dtype, x.shape.filter((_, i) => i !== dim));
+        owned.add(sl);
+        const eb = x.info.bits / 8, row = I * eb;
+        const m = mem();
+        for (let o = 0; o < O; o++) {
+          const src = x.byteOffset + (o * N + t) * row;
+          m.copyWithin(sl.byteOffset + o * row, src, src + row);
+        }
+        return sl;
+      });
+      const inputs: { t: Tensor; path: string }[] = [
+        ...carry.map((c, j) => ({ t: c, path: `carry${initLeaves[j].path.slice(4)}` })),
+        ...slices.map((sl, j) => ({ t: sl, path: `x${xLeaves[j].path.slice(2)}` })),
+      ];
+      const before = inputs.map((i) => bytesOf(ek, i.t));
+      const liveBefore = new Set(live);
+      const cleanupCall = () => {
+        for (const v of [...live]) if (!liveBefore.has(v) && !owned.has(v)) v.dispose();
+      };
+      let result: unknown;
+      try {
+        result = fn(unflatten(initSpec, carry), counted ? null : unflatten(xSpec, slices));
+      } catch (e) {
+        cleanupCall();
+        throw e;
+      }
+      try {
+        // the combine function may not modify (or dispose) its inputs
+        inputs.forEach((inp, j) => {
+          if (inp.t.disposed) fail('INVALID_ARGUMENT', `scan combineFn disposed its input ${inp.path} at ${at}; inputs belong to the scan`);
+          if (!unchanged(ek, inp.t, before[j])) fail('INVALID_ARGUMENT', `scan combineFn modified its input ${inp.path} at ${at}; combine functions must not write to their inputs (return new tensors)`);
+        });
+        if (!Array.isArray(result) || result.length !== 2) {
+          fail('INVALID_ARGUMENT', `scan combineFn: expected it to return [nextCarry, y] at ${at}, got ${result instanceof Promise ? 'a Promise (combine functions must be synchronous)' : describe(result)}`);
+        }
+        const cLeaves: Leaf[] = [];
+        const cSpec = flatten(result[0], 'nextCarry', cLeaves);
+        if (!sameSpec(cSpec, initSpec)) fail('INVALID_ARGUMENT', `scan nextCarry at ${at}: expected the structure of init ${showSpec(initSpec)}, got ${showSpec(cSpec)}`);
+        cLeaves.forEach((l, j) => {
+          const m = metaOf(l.value, l.path);
+          const want = initMeta[j];
+          if (m.info !== want.info) fail('INVALID_DTYPE', `scan ${l.path} at ${at}: expected dtype ${want.info.name} (that of ${initLeaves[j].path}), got ${m.info.name}`);
+          if (!sameShape(m.shape, want.shape)) fail('INVALID_SHAPE', `scan ${l.path} at ${at}: expected shape ${show(want.shape)} (that of ${initLeaves[j].path}), got ${show(m.shape)}`);
+        });
+        const yLeaves: Leaf[] = [];
+        const sSpec = flatten(result[1], 'y', yLeaves);
+        const sMeta = yLeaves.map((l) => metaOf(l.value, l.path));
+        if (ySpec === null) {
+          sMeta.forEach((m, j) => {
+            if (m.info.kind === 'string' || m.info.bits < 8) fail('INVALID_DTYPE', `scan ${yLeaves[j].path}: expected a numeric dtype of whole bytes to stack, got ${m.info.name}`);
+          });
+          if (counted) {
+            for (const [j, m] of sMeta.entries()) {
+              const r = m.shape.length + 1;
+              if (dim < -r || dim >= r) fail('INVALID_SHAPE', `scan ${yLeaves[j].path}: cannot stack along dim ${dim}: y has rank ${r - 1}`);
+            }
+          } else {
+            for (const [j, m] of sMeta.entries()) {
+              if (dim > m.shape.length) fail('INVALID_SHAPE', `scan ${yLeaves[j].path}: cannot stack along dim ${dim}: y has rank ${m.shape.length} (expected rank >= ${dim})`);
+            }
+          }
+        } else {
+          if (!sameSpec(sSpec, ySpec)) fail('INVALID_ARGUMENT', `scan y at ${at}: expected the structure of step 0's y ${showSpec(ySpec)}, got ${showSpec(sSpec)}`);
+          sMeta.forEach((m, j) => {
+            if (m.info !== yMeta[j].info) fail('INVALID_DTYPE', `scan ${yLeaves[j].path} at ${at}: expected dtype ${yMeta[j].info.name} (step 0's), got ${m.info.name}`);
+            if (!sameShape(m.shape, yMeta[j].shape)) fail('INVALID_SHAPE', `scan ${yLeaves[j].path} at ${at}: expected shape ${show(yMeta[j].shape)} (step 0's), got ${show(m.shape)}`);
+          });
+        }
+        // outputs may not alias inputs or each other
+        const outs = [...cLeaves, ...yLeaves];
+        for (const [j, o] of outs.entries()) {
+          if (o.value instanceof Tensor) checkOwned(ek, o.value, `scan ${o.path} at ${at}`);
+          for (const inp of inputs) {
+            if (aliases(ek, o.value, inp.t)) {
+              fail('ALIASING', `scan ${o.path} at ${at}: ${o.value === inp.t ? 'is' : 'shares memory with'} the input ${inp.path}; return a new tensor (a copy) instead`);
+            }
+          }
+          for (let k = 0; k < j; k++) {
+            if (aliases(ek, o.value, outs[k].value)) fail('ALIASING', `scan ${o.path} at ${at}: ${o.value === outs[k].value ? 'is' : 'shares memory with'} the output ${outs[k].path}; return distinct tensors (e.g. a copy for y)`);
+          }
+        }
+        // ys: allocate at step 0, then copy y_t into place
+        if (ySpec === null) {
+          ySpec = sSpec;
+          yMeta = sMeta;
+          ys = sMeta.map((m) => {
+            const d = counted ? (dim < 0 ? dim + m.shape.length + 1 : dim) : dim;
+            const shape = [...m.shape.slice(0, d), N, ...m.shape.slice(d)];
+            const st = ek.tensor(m.info.name, shape);
+            owned.add(st);
+            return st;
+          });
+        }
+        const next: Tensor[] = cLeaves.map((l) => {
+          if (l.value instanceof Tensor && !liveBefore.has(l.value)) return l.value; // created by the call: taken over
+          const tmp: Tensor[] = [];
+          const v = asTensor(ek, l.value, l.path, tmp);
+          return tmp.length ? v : clone(ek, v); // plain → new tensor; pre-existing tensor → copy
+        });
+        yLeaves.forEach((l, j) => {
+          const tmp: Tensor[] = [];
+          const y = asTensor(ek, l.value, l.path, tmp);
+          const st = ys![j];
+          const d = counted ? (dim < 0 ? dim + yMeta[j].shape.length + 1 : dim) : dim;
+          const O = product(yMeta[j].shape, 0, d), I = product(yMeta[j].shape, d);
+          const row = I * (yMeta[j].info.bits / 8);
+          const m = mem();
+          for (let o = 0; o < O; o++) {
+            const dst = st.byteOffset + (o * N + t) * row;
+            m.copyWithin(dst, y.byteOffset + o * row, y.byteOffset + (o + 1) * row);
+          }
+          for (const x of tmp) x.dispose();
+        });
+        for (const c of carry) {
+          owned.delete(c);
+          c.dispose();
+        }
+        for (const sl of slices) {
+          owned.delete(sl);
+          sl.dispose();
+        }
+        carry = next;
+        for (const c of carry) owned.add(c);
+        cleanupCall();
+      } catch (e) {
+        cleanupCall();
+        throw e;
+      }
+    }
+    const finalCarry = unflatten(initSpec, carry);
+    const ysTree = ySpec === null ? [] : unflatten(ySpec, ys!);
+    owned.clear();
+    return [finalCarry, ysTree];
+  } finally {
+    for (const t of owned) t.dispose();
+    for (const t of temps) t.dispose();
+  }
+}
+
+// ---- fused combiners, callable ---------------------------------------------------
+
+const JS_OPS: Record<CombineName, (a: number, b: number, int: boolean) => number> = {
+  add: (a, b) => a + b,
+  mul: (a, b, int) => (int ? Math.imul(a, b) : a * b),
+  max: (a, b) => Math.max(a, b),
+  min: (a, b) => Math.min(a, b),
+  logaddexp: (a, b) => (a === b ? a + Math.LN2 : Math.max(a, b) + Math.log1p(Math.exp(-Math.abs(a - b)))),
+};
+
+function broadcastShape(a: readonly number[], b: readonly number[], what: string): number[] {
+  const r = Math.max(a.length, b.length);
+  const out: number[] = [];
+  for (let i = 0; i < r; i++) {
+    const da = a[a.length - r + i] ?? 1, db = b[b.length - r + i] ?? 1;
+    if (da !== db && da !== 1 && db !== 1) fail('INVALID_SHAPE', `${what}: shapes ${show([...a])} and ${show([...b])} do not broadcast`);
+    out.push(da === 1 ? db : da);
+  }
+  return out;
+}
+
+/** Element index of `shape` (broadcast into `out`) for each flat index of `out`. */
+function broadcastIndex(shape: readonly number[], out: readonly number[]): Int32Array {
+  const n = product(out);
+  const idx = new Int32Array(n);
+  const r = out.length, off = r - shape.length;
+  const coord = new Array<number>(r).fill(0);
+  for (let f = 0; f < n; f++) {
+    let k = 0;
+    for (let i = 0; i < shape.length; i++) k = k * shape[i] + (shape[i] === 1 ? 0 : coord[i + off]);
+    idx[f] = k;
+    for (let i = r - 1; i >= 0; i--) {
+      if (++coord[i] < out[i]) break;
+      coord[i] = 0;
+    }
+  }
+  return idx;
+}
+
+function makeCombiner(ek: Kernels, name: CombineName): Combiner {
+  const op = OP_CODE[name];
+  const f = (carry: unknown, x: unknown): [Tensor, Tensor] => {
+    const what = `combine.${name}`;
+    if (x === null || x === undefined) fail('MISSING_INPUT', `${what}: x is required (a fused combiner cannot run a counted loop with xs = null)`);
+    for (const [v, w] of [[carry, 'carry'], [x, 'x']] as const) {
+      if (!(v instanceof Tensor) && !isPlainTensor(v)) fail('INVALID_ARGUMENT', `${what} ${w}: expected a Tensor or { dtype, shape, data }, got ${describe(v)}`);
+    }
+    const cm = metaOf(carry, `${what} carry`), xm = metaOf(x, `${what} x`);
+    if (cm.info !== xm.info) fail('INVALID_DTYPE', `${what} x: expected dtype ${cm.info.name} (the carry's), got ${xm.info.name}`);
+    if (!dtypesFor(name).includes(cm.info.name)) fail('INVALID_DTYPE', `${what} carry: expected ${dtypesFor(name).join(' or ')}, got ${cm.info.name}`);
+    const shape = broadcastShape(cm.shape, xm.shape, what);
+    const temps: Tensor[] = [];
+    let next: Tensor | null = null;
+    try {
+      const c = asTensor(ek, carry, `${what} carry`, temps);
+      const xt = asTensor(ek, x, `${what} x`, temps);
+      next = ek.tensor(cm.info.name, shape);
+      if (sameShape(c.shape, xt.shape)) {
+        ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
+      } else {
+        const a = c.data as Float64Array, b = xt.data as Float64Array, out = next.data as Float64Array;
+        const ia = broadcastIndex(c.shape, shape), ib = broadcastIndex(xt.shape, shape);
+        const g = JS_OPS[name], int = cm.info.kind === 'int';
+        for (let i = 0; i < out.length; i++) out[i] = g(a[ia[i]], b[ib[i]], int);
+      }
+      return [next, clone(ek, next)];
+    } catch (e) {
+      next?.dispose();
+      throw e;
+    } finally {
+      for (const t of temps) t.dispose();
+    }
+  };
+  Object.defineProperty(f, FUSED, { value: name });
+  Object.defineProperty(f, 'combineName', { value: name, enumerable: true });
+  Object.defineProperty(f, 'name', { value: name });
+  return f as unknown as Combiner;
+}
+
+export function makeCombiners(ek: Kernels): Combiners {
+  return Object.freeze({
+    add: makeCombiner(ek, 'add'),
+    mul: makeCombiner(ek, 'mul'),
+    max: makeCombiner(ek, 'max'),
+    min: makeCombiner(ek, 'min'),
+    logaddexp: makeCombiner(ek, 'logaddexp'),
+  });
+}
+
+// ---- linear recurrence -------------------------------------------------------------
+
+/**
+ * h_t = a_t ⊙ h_{t−1} + b_t along `dim` (float32 / float64; a, b of one shape, h0 of that
+ * shape without `dim`). Returns [hLast, hs] like scan's [finalCarry, ys].
+ */
+export function linearScan(ek: Kernels, a: Tensor | PlainTensor, b: Tensor | PlainTensor, h0: Tensor | PlainTensor, options?: LinearScanOptions): [Tensor, Tensor] {
+  const { dim, reverse, length } = readOptions(options, 'linearScan');
+  if (length !== undefined) fail('INVALID_ARGUMENT', 'linearScan options: unknown option "length" (the length is that of a along dim)');
+  const metas: Meta[] = [];
+  for (const [v, w] of [[a, 'a'], [b, 'b'], [h0, 'h0']] as const) {
+    if (!(v instanceof Tensor) && !isPlainTensor(v)) fail('INVALID_ARGUMENT', `linearScan ${w}: expected a Tensor or { dtype, shape, data }, got ${describe(v)}`);
+    if (v instanceof Tensor) checkOwned(ek, v, `linearScan ${w}`);
+    metas.push(metaOf(v, `linearScan ${w}`));
+  }
+  const [am, bm, hm] = metas;
+  if (am.info.name !== 'float32' && am.info.name !== 'float64') fail('INVALID_DTYPE', `linearScan a: expected float32 or float64, got ${am.info.name}`);
+  if (bm.info !== am.info) fail('INVALID_DTYPE', `linearScan b: expected dtype ${am.info.name} (that of a), got ${bm.info.name}`);
+  if (hm.info !== am.info) fail('INVALID_DTYPE', `linearScan h0: expected dtype ${am.info.name} (that of a), got ${hm.info.name}`);
+  if (am.shape.length === 0) fail('INVALID_SHAPE', 'linearScan a: expected rank >= 1, got a scalar');
+  if (!sameShape(bm.shape, am.shape)) fail('INVALID_SHAPE', `linearScan b: expected shape ${show(am.shape)} (that of a), got ${show(bm.shape)}`);
+  const d = normalizeDim(dim, am.shape.length, 'linearScan options.dim');
+  const hShape = am.shape.filter((_, i) => i !== d);
+  if (!sameShape(hm.shape, hShape)) fail('INVALID_SHAPE', `linearScan h0: expected shape ${show(hShape)} (a's shape without dim ${d}), got ${show(hm.shape)}`);
+  const temps: Tensor[] = [];
+  let hs: Tensor | null = null, last: Tensor | null = null;
+  try {
+    const at = asTensor(ek, a, 'linearScan a', temps);
+    const bt = asTensor(ek, b, 'linearScan b', temps);
+    const ht = asTensor(ek, h0, 'linearScan h0', temps);
+    hs = ek.tensor(am.info.name, am.shape);
+    last = ek.tensor(am.info.name, hShape);
+    const [O, N, I] = fold(am.shape, d);
+    const k = am.info.name === 'float32' ? 'linearScanF32' : 'linearScanF64';
+    ek.exports[k](at.byteOffset, bt.byteOffset, ht.byteOffset, hs.byteOffset, last.byteOffset, O, N, I, reverse ? 1 : 0);
+    return [last, hs];
+  } catch (e) {
+    hs?.dispose();
+    last?.dispose();
+    throw e;
+  } finally {
+    for (const t of temps) t.dispose();
+  }
+}

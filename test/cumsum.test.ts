@@ -1,0 +1,149 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Kernels, type Tensor, bf16ToF32, conformanceCases, expectConformant, expectKernelError, f16ToF32, init, snapshot } from './helpers.js';
+import { refCumsumHalf, refCumsumI64, refScan, sizeOf, toBf16Bits, toF16Bits } from './ref/scan.js';
+
+let ek: Kernels;
+beforeAll(async () => {
+  ek = await init();
+});
+afterAll(() => ek.dispose());
+
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+describe('CumSum conformance', () => {
+  const cases = conformanceCases(['test_cumsum_']);
+  it('has the conformance files', () => {
+    expect(cases.length).toBeGreaterThanOrEqual(4);
+  });
+  for (const c of cases) {
+    it(c.file, () => {
+      const [y] = ek.run(c.op, c.inputs, c.attributes);
+      expectConformant(y as never, c.outputs[0]!, c.name);
+      (y as { dispose(): void }).dispose();
+    });
+  }
+});
+
+const SHAPES: number[][] = [[1], [5], [16], [17], [0], [3, 0], [2, 9], [7, 4], [3, 5, 6], [2, 3, 2, 5], [1001]];
+
+describe('CumSum against the reference', () => {
+  it('float32, float64, int32: every axis (also negative, int32 and int64), exclusive, reverse', () => {
+    let seed = 1;
+    for (const dtype of ['float32', 'float64', 'int32'] as const) {
+      for (const shape of SHAPES) {
+        for (let axis = -shape.length; axis < shape.length; axis++) {
+          for (const exclusive of [0, 1]) {
+            for (const reverse of [0, 1]) {
+              const r = rng(seed++);
+              const n = sizeOf(shape);
+              const data = Array.from({ length: n }, () => (dtype === 'int32' ? Math.floor((r() - 0.5) * 2 ** 32) | 0 : (r() - 0.5) * 100));
+              const x = { dtype, shape, data };
+              const axisT = (seed & 1) ? { dtype: 'int64', shape: [], data: [BigInt(axis)] } : { dtype: 'int32', shape: [1], data: [axis] };
+              const [y] = ek.run('CumSum', [x, axisT], { exclusive, reverse }) as [{ dtype: string; shape: number[]; data: ArrayLike<number>; dispose(): void }];
+              const d = axis < 0 ? axis + shape.length : axis;
+              const want = refScan('add', dtype, dtype === 'float32' ? data.map(Math.fround) : data, shape, d, !!reverse, null, !!exclusive).ys;
+              const label = `${dtype} ${JSON.stringify(shape)} axis ${axis} excl ${exclusive} rev ${reverse}`;
+              expect([...y.shape], label).toEqual(shape);
+              const innermost = sizeOf(shape.slice(d + 1)) === 1;
+              const got = Array.from(y.data);
+              if (dtype !== 'float32' && dtype !== 'float64') expect(got, label).toEqual(want);
+              else if (!innermost) expect(got, label).toEqual(want); // lanes path: the sequential order, bit-exact
+              else {
+                const eps = dtype === 'float32' ? 2 ** -23 : 2 ** -52;
+                const N = shape[d];
+                const mag = refScan('add', 'float64', data.map(Math.abs), shape, d, !!reverse, null).ys;
+                for (let i = 0; i < want.length; i++) {
+                  if (!(Math.abs(got[i] - want[i]) <= 4 * (N + 1) * eps * mag[i])) expect.fail(`${label}[${i}]: got ${got[i]}, want ${want[i]}`);
+                }
+              }
+              y.dispose();
+            }
+          }
+        }
+      }
+    }
+  });
+
+  it('int64 wraps modulo 2^64', () => {
+    let seed = 50;
+    for (const shape of SHAPES) {
+      for (let axis = 0; axis < shape.length; axis++) {
+        for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+          const r = rng(seed++);
+          const data = Array.from({ length: sizeOf(shape) }, () => BigInt.asIntN(64, BigInt(Math.floor(r() * 2 ** 53)) * 4099n - (1n << 62n)));
+          const [y] = ek.run('CumSum', [{ dtype: 'int64', shape, data }, { dtype: 'int32', shape: [], data: [axis] }], { exclusive, reverse }) as [{ data: BigInt64Array; dispose(): void }];
+          expect(Array.from(y.data)).toEqual(refCumsumI64(data, shape, axis, !!reverse, !!exclusive));
+          y.dispose();
+        }
+      }
+    }
+  });
+
+  it('float16 and bfloat16: float32 carries, every output rounded to nearest even', () => {
+    let seed = 90;
+    for (const [dtype, decode, encode] of [['float16', f16ToF32, toF16Bits], ['bfloat16', bf16ToF32, toBf16Bits]] as const) {
+      for (const shape of [[40], [5, 7], [3, 4, 5], [2, 600]]) {
+        for (let axis = 0; axis < shape.length; axis++) {
+          for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+            const r = rng(seed++);
+            const data = Array.from({ length: sizeOf(shape) }, () => encode((r() - 0.3) * 50));
+            const [y] = ek.run('CumSum', [{ dtype, shape, data }, { dtype: 'int64', shape: [], data: [BigInt(axis - shape.length)] }], { exclusive, reverse }) as [{ data: Uint16Array; dispose(): void }];
+            expect(Array.from(y.data), `${dtype} ${JSON.stringify(shape)} axis ${axis}`).toEqual(refCumsumHalf(data, decode, encode, shape, axis, !!reverse, !!exclusive));
+            y.dispose();
+          }
+        }
+      }
+    }
+    // overflow to Inf, NaN stays NaN
+    const [y] = ek.run('CumSum', [{ dtype: 'float16', shape: [3], data: [0x7bff, 0x7bff, 0x7e00] }, { dtype: 'int32', shape: [], data: [0] }]) as [{ data: Uint16Array }];
+    expect(y.data[0]).toBe(0x7bff);
+    expect(y.data[1]).toBe(0x7c00);
+    expect(Number.isNaN(f16ToF32(y.data[2]))).toBe(true);
+  });
+
+  it('writes into a given output tensor and allocates nothing else', () => {
+    const x = ek.tensor('float32', [4, 3], Array.from({ length: 12 }, (_, i) => i));
+    const axis = ek.tensor('int32', [], [0]);
+    const out = ek.tensor('float32', [4, 3]);
+    const live = ek.stats().tensorsLive;
+    const [y] = ek.run('CumSum', [x, axis], {}, { outputs: [out] });
+    expect(y).toBe(out);
+    expect(Array.from(out.data)).toEqual([0, 1, 2, 3, 5, 7, 9, 12, 15, 18, 22, 26]);
+    expect(ek.stats().tensorsLive).toBe(live);
+  });
+});
+
+describe('CumSum errors leave memory untouched', () => {
+  const x = () => ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]);
+  function expectErr(inputs: unknown[], attrs: Record<string, unknown>, code: string, pattern: RegExp, outputs?: Tensor[]): void {
+    const tensors = [...inputs, ...(outputs ?? [])].filter((t): t is Tensor => t instanceof Object && 'dispose' in t);
+    const before = tensors.map(snapshot);
+    const live = ek.stats().tensorsLive;
+    expectKernelError(() => ek.run('CumSum', inputs as never, attrs, outputs ? { outputs: outputs as never } : {}), code, pattern);
+    expect(tensors.every((t, i) => snapshot(t).every((v, k) => v === before[i][k])), 'tensors unchanged').toBe(true);
+    expect(ek.stats().tensorsLive).toBe(live);
+  }
+  it('rejects bad axes, dtypes, ranks and attributes', () => {
+    const t = x();
+    const wrong = ek.tensor('float32', [3, 2], [9, 9, 9, 9, 9, 9]);
+    expectErr([t, { dtype: 'int32', shape: [], data: [2] }], {}, 'INVALID_VALUE', /axis: expected an axis in \[-2, 1\] for rank 2, got 2/);
+    expectErr([t, { dtype: 'int64', shape: [], data: [-3n] }], {}, 'INVALID_VALUE', /got -3/);
+    expectErr([t, { dtype: 'int32', shape: [2], data: [0, 1] }], {}, 'INVALID_SHAPE', /axis: expected a scalar/);
+    expectErr([t, { dtype: 'float32', shape: [], data: [0] }], {}, 'INVALID_DTYPE', /axis: expected int32 or int64, got float32/);
+    expectErr([{ dtype: 'uint8', shape: [2], data: [1, 2] }, { dtype: 'int32', shape: [], data: [0] }], {}, 'INVALID_DTYPE', /input x: expected float32.*got uint8/);
+    expectErr([{ dtype: 'float32', shape: [], data: [1] }, { dtype: 'int32', shape: [], data: [0] }], {}, 'INVALID_SHAPE', /rank >= 1/);
+    expectErr([t, { dtype: 'int32', shape: [], data: [0] }], { exclusive: 2 }, 'INVALID_ATTRIBUTE', /exclusive/);
+    expectErr([t], {}, 'MISSING_INPUT', /axis/);
+    expectErr([t, { dtype: 'int32', shape: [], data: [0] }], {}, 'INVALID_SHAPE', /outputs\[0\]/, [wrong]);
+    expectErr([t, { dtype: 'int32', shape: [], data: [0] }], {}, 'ALIASING', /overlaps an input/, [t]);
+    t.dispose();
+  });
+});

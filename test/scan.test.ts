@@ -1,0 +1,563 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Kernels, type Tensor, expectKernelError, init, snapshot } from './helpers.js';
+import { type NumDtype, type ScanOp, applyOp, logaddexp, refLinearScan, refScan, sizeOf } from './ref/scan.js';
+
+let ek: Kernels;
+beforeAll(async () => {
+  ek = await init();
+});
+afterAll(() => ek.dispose());
+
+const OPS: ScanOp[] = ['add', 'mul', 'max', 'min', 'logaddexp'];
+const DTYPES: NumDtype[] = ['float32', 'float64', 'int32'];
+const dtypesOf = (op: ScanOp): NumDtype[] => (op === 'logaddexp' ? ['float32', 'float64'] : DTYPES);
+
+/** Deterministic pseudo-random numbers. */
+function rng(seed: number): () => number {
+  let s = seed >>> 0 || 1;
+  return () => {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    return (s >>> 0) / 2 ** 32;
+  };
+}
+
+/** Values suited to an op: products stay near 1, sums small, ints wrap on purpose for add. */
+function values(op: ScanOp, dtype: NumDtype, n: number, seed: number): number[] {
+  const r = rng(seed);
+  const out: number[] = [];
+  for (let i = 0; i < n; i++) {
+    let v: number;
+    if (dtype === 'int32') v = op === 'mul' ? [1, -1, 2, 3, 1, 1, -2][Math.floor(r() * 7)] : Math.floor((r() - 0.5) * 2 ** 31);
+    else if (op === 'mul') v = 0.9 + 0.2 * r();
+    else v = (r() - 0.5) * 8;
+    out.push(dtype === 'float32' ? Math.fround(v) : v);
+  }
+  return out;
+}
+
+/** True when the fused kernel runs this exact sequential order (lanes path or no reassociation). */
+function exactFor(op: ScanOp, dtype: NumDtype, innermost: boolean): boolean {
+  if (op === 'logaddexp') return false;
+  if (dtype === 'int32' || op === 'max' || op === 'min') return true;
+  return !innermost;
+}
+
+function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, tol: (i: number) => number, label: string): void {
+  expect(got.length, `${label} length`).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    const g = got[i], w = want[i];
+    if (Object.is(g, w)) continue;
+    if (Number.isNaN(w)) expect.fail(`${label}[${i}]: got ${g}, want NaN`);
+    if (!(Math.abs(g - w) <= tol(i))) expect.fail(`${label}[${i}]: got ${g}, want ${w} (tolerance ${tol(i)})`);
+  }
+}
+
+/** Tolerance for a re-associated float scan: a few ulps of the running magnitude. */
+function scanTolerance(op: ScanOp, dtype: NumDtype, xs: number[], shape: number[], dim: number, init: number[], reverse: boolean): (i: number) => number {
+  const eps = dtype === 'float32' ? 2 ** -23 : 2 ** -52;
+  if (op === 'add' || op === 'logaddexp') {
+    // |error| ≤ n·eps·Σ|x| for any summation order (logaddexp: its values are bounded by the running max + log n)
+    if (op === 'logaddexp') {
+      // each step is contracting in the carry (d/dc logaddexp(c, x) < 1): errors stay a few ulps of the value
+      const want = refScan(op, dtype, xs, shape, dim, reverse, init).ys;
+      return (i) => 16 * eps * (Math.abs(want[i]) + 1);
+    }
+    const mag = refScan('add', 'float64', xs.map(Math.abs), shape, dim, reverse, init.map(Math.abs)).ys;
+    const n = shape[dim] + 2;
+    return (i) => 4 * n * eps * (mag[i] + 1e-30);
+  }
+  // mul: relative n·eps of the value itself
+  const want = refScan(op, dtype, xs, shape, dim, reverse, init).ys;
+  const n = shape[dim] + 2;
+  return (i) => 4 * n * eps * Math.abs(want[i]);
+}
+
+describe('scan: PyTorch documented example', () => {
+  it('cumulative sum of arange(5): final carry 10, ys [0, 1, 3, 6, 10]', () => {
+    const live = ek.stats().tensorsLive;
+    const i0 = ek.tensor('float32', [], [0]);
+    const xs = ek.tensor('float32', [5], [0, 1, 2, 3, 4]);
+    const [carry, ys] = ek.scan(ek.combine.add, i0, xs);
+    expect([...carry.shape]).toEqual([]);
+    expect(Array.from(carry.data)).toEqual([10]);
+    expect([...ys.shape]).toEqual([5]);
+    expect(Array.from(ys.data)).toEqual([0, 1, 3, 6, 10]);
+    expect(Array.from(i0.data)).toEqual([0]);
+    for (const t of [carry, ys, i0, xs]) t.dispose();
+    expect(ek.stats().tensorsLive).toBe(live);
+  });
+
+  it('the documented form: init zeros(1), xs arange(5), a JS add returning (next, y.clone())', () => {
+    const add = (c: Tensor, x: Tensor) => {
+      const next = ek.tensor(c.dtype, c.shape);
+      const cd = c.data as Float32Array, xd = x.data as Float32Array, nd = next.data as Float32Array;
+      for (let i = 0; i < nd.length; i++) nd[i] = cd[i] + xd[0];
+      const y = ek.tensor(c.dtype, c.shape, (next.data as Float32Array).slice());
+      return [next, y] as const;
+    };
+    const [carry, ys] = ek.scan(add, { dtype: 'float32', shape: [1], data: [0] }, { dtype: 'float32', shape: [5], data: [0, 1, 2, 3, 4] });
+    expect(Array.from(carry.data)).toEqual([10]);
+    expect([...ys.shape]).toEqual([5, 1]);
+    expect(Array.from(ys.data)).toEqual([0, 1, 3, 6, 10]);
+    carry.dispose();
+    ys.dispose();
+  });
+
+  it('the same with ek.combine.add step by step (carry [1] broadcast with x [])', () => {
+    const [carry, ys] = ek.scan(ek.combine.add, ek.tensor('float32', [1]), ek.tensor('float32', [5], [0, 1, 2, 3, 4]));
+    expect([...carry.shape]).toEqual([1]);
+    expect(Array.from(carry.data)).toEqual([10]);
+    expect([...ys.shape]).toEqual([5, 1]);
+    expect(Array.from(ys.data)).toEqual([0, 1, 3, 6, 10]);
+  });
+});
+
+/** Runs the fused scan and checks it against the reference; returns the outputs' data. */
+function checkFused(op: ScanOp, dtype: NumDtype, shape: number[], dim: number, reverse: boolean, seed: number, label: string): void {
+  const r = shape.length;
+  const d = dim < 0 ? dim + r : dim;
+  const xs = values(op, dtype, sizeOf(shape), seed);
+  const cshape = shape.filter((_, i) => i !== d);
+  const init = values(op, dtype, sizeOf(cshape), seed + 1);
+  const x = ek.tensor(dtype, shape, xs), c = ek.tensor(dtype, cshape, init);
+  const live = ek.stats().tensorsLive;
+  const [last, ys] = ek.scan(ek.combine[op], c, x, { dim, reverse });
+  expect(ek.stats().tensorsLive, `${label} tensorsLive`).toBe(live + 2);
+  expect([...ys.shape]).toEqual(shape);
+  expect([...last.shape]).toEqual(cshape);
+  const want = refScan(op, dtype, xs, shape, d, reverse, init);
+  const innermost = sizeOf(shape.slice(d + 1)) === 1;
+  if (exactFor(op, dtype, innermost)) {
+    expect(Array.from(ys.data as ArrayLike<number>), `${label} ys`).toEqual(want.ys);
+    expect(Array.from(last.data as ArrayLike<number>), `${label} last`).toEqual(want.last);
+  } else {
+    const tol = scanTolerance(op, dtype, xs, shape, d, init, reverse);
+    expectClose(ys.data as ArrayLike<number>, want.ys, tol, `${label} ys`);
+    const lastIdx = want.last.map((_, k) => {
+      // index in ys of the final element of lane k
+      const I = sizeOf(shape.slice(d + 1)), N = shape[d];
+      const o = Math.floor(k / I), i = k % I;
+      return (o * N + (reverse ? 0 : N - 1)) * I + i;
+    });
+    expectClose(last.data as ArrayLike<number>, want.last, (k) => (shape[d] === 0 ? 0 : tol(lastIdx[k])), `${label} last`);
+  }
+  for (const t of [x, c, last, ys]) t.dispose();
+}
+
+describe('scan: fused combiners against the reference', () => {
+  it('every combiner, dtype, reverse; innermost runs of length 0, 1, tails 1..15 and long', () => {
+    const lengths = [0, 1, ...Array.from({ length: 15 }, (_, i) => i + 2), 31, 64, 1001];
+    let seed = 1;
+    for (const op of OPS) {
+      for (const dtype of dtypesOf(op)) {
+        for (const reverse of [false, true]) {
+          for (const n of lengths) {
+            checkFused(op, dtype, [2, n], 1, reverse, seed++, `${op} ${dtype} [2,${n}] dim 1 rev ${reverse}`);
+            checkFused(op, dtype, [n], -1, reverse, seed++, `${op} ${dtype} [${n}] rev ${reverse}`);
+          }
+        }
+      }
+    }
+  });
+
+  it('every combiner, dtype, reverse; lanes (dim not innermost) with lane counts 2..17 and long scans', () => {
+    let seed = 1000;
+    for (const op of OPS) {
+      for (const dtype of dtypesOf(op)) {
+        for (const reverse of [false, true]) {
+          for (const lanes of [2, 3, 4, 5, 7, 8, 9, 15, 16, 17]) {
+            for (const n of [0, 1, 3, 6]) checkFused(op, dtype, [n, lanes], 0, reverse, seed++, `${op} ${dtype} [${n},${lanes}] dim 0 rev ${reverse}`);
+          }
+          checkFused(op, dtype, [300, 6], 0, reverse, seed++, `${op} ${dtype} [300,6] dim 0`);
+          checkFused(op, dtype, [3, 5, 4, 2], 1, reverse, seed++, `${op} ${dtype} [3,5,4,2] dim 1`);
+        }
+      }
+    }
+  });
+
+  it('random ranks 1..4, shapes and dims (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...OPS), fc.constantFrom(...DTYPES), fc.array(fc.integer({ min: 0, max: 6 }), { minLength: 1, maxLength: 4 }),
+        fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 1 << 30 }),
+        (op, dt, shape, dimSeed, reverse, seed) => {
+          const dtype = op === 'logaddexp' && dt === 'int32' ? 'float32' : dt;
+          const r = shape.length;
+          const dim = (dimSeed % (2 * r)) - r;
+          checkFused(op, dtype, shape, dim, reverse, seed, `${op} ${dtype} ${JSON.stringify(shape)} dim ${dim} rev ${reverse}`);
+        },
+      ),
+      { seed: 5, numRuns: 150 },
+    );
+  });
+
+  it('logaddexp special values: ±Inf, NaN, equal arguments', () => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      const data = [-Infinity, -Infinity, 3, Infinity, 2, -Infinity, NaN, 1, 5, -1e30];
+      for (const [shape, dim] of [[[10], 0], [[10, 1], 0], [[1, 10], 1]] as const) {
+        const x = ek.tensor(dtype, shape, data);
+        const c = ek.tensor(dtype, shape.filter((_, i) => i !== dim), [-Infinity]);
+        const [last, ys] = ek.scan(ek.combine.logaddexp, c, x, { dim });
+        let acc = -Infinity;
+        const want = data.map((v) => (acc = logaddexp(acc, v)));
+        expect(want[2]).toBeCloseTo(3, 12);
+        const got = Array.from(ys.data as ArrayLike<number>);
+        expect(got.slice(0, 2)).toEqual([-Infinity, -Infinity]);
+        expect(got[2]).toBeCloseTo(3, 5);
+        expect(got.slice(3, 6)).toEqual([Infinity, Infinity, Infinity]);
+        expect(got.slice(6).every(Number.isNaN)).toBe(true);
+        expect(Number.isNaN((last.data as Float32Array)[0])).toBe(true);
+        for (const t of [x, c, last, ys]) t.dispose();
+      }
+    }
+  });
+
+  it('logaddexp float32 kernel accuracy: within 3 units of (ulp of the result + 2^-24 * max|arg|)', () => {
+    const n = 50000;
+    const r = rng(11);
+    const A = new Float32Array(n), B = new Float32Array(n);
+    for (let i = 0; i < n; i++) {
+      A[i] = (r() - 0.5) * [1e-3, 1, 10, 100, 1e4][i % 5];
+      B[i] = A[i] + (r() - 0.5) * [1e-6, 0.1, 3, 30, 200][Math.floor(i / 5) % 5];
+    }
+    const [y, y2] = ek.combine.logaddexp({ dtype: 'float32', shape: [n], data: A }, { dtype: 'float32', shape: [n], data: B });
+    const got = y.data as Float32Array;
+    for (let i = 0; i < n; i++) {
+      const w = logaddexp(A[i], B[i]);
+      const ulp = 2 ** (Math.floor(Math.log2(Math.max(Math.abs(w), 2 ** -126))) - 23);
+      const unit = ulp + 2 ** -24 * Math.max(Math.abs(A[i]), Math.abs(B[i]));
+      if (!(Math.abs(got[i] - w) <= 3 * unit)) expect.fail(`logaddexp(${A[i]}, ${B[i]}): got ${got[i]}, want ${w}`);
+    }
+    y.dispose();
+    y2.dispose();
+  });
+
+  it('max / min propagate NaN and order -0 < +0 like Math.max / Math.min', () => {
+    for (const op of ['max', 'min'] as const) {
+      for (const shape of [[6], [6, 3]]) {
+        const n = sizeOf(shape);
+        const data = Array.from({ length: n }, (_, i) => [0, -0, 1, NaN, -1, 2][Math.floor(i / (n / 6))]);
+        const x = ek.tensor('float32', shape, data);
+        const c = ek.tensor('float32', shape.slice(1), new Array(n / 6).fill(-0));
+        const [last, ys] = ek.scan(ek.combine[op], c, x);
+        const want = refScan(op, 'float32', data, shape, 0, false, new Array(n / 6).fill(-0));
+        expect(Array.from(ys.data as Float32Array).map((v) => Object.is(v, -0) ? '-0' : String(v))).toEqual(want.ys.map((v) => Object.is(v, -0) ? '-0' : String(v)));
+        for (const t of [x, c, last, ys]) t.dispose();
+      }
+    }
+  });
+});
+
+/** A plain JS function doing the same combine as ek.combine[op], elementwise on the data arrays. */
+function jsCombine(op: ScanOp) {
+  return (c: Tensor, x: Tensor) => {
+    const dtype = c.dtype as NumDtype;
+    const next = ek.tensor(dtype, c.shape);
+    const cd = c.data as Float64Array, xd = x.data as Float64Array, nd = next.data as Float64Array;
+    for (let i = 0; i < nd.length; i++) nd[i] = applyOp(op, dtype, cd[i], xd[i]);
+    return [next, ek.tensor(dtype, c.shape, (next.data as Float64Array).slice())] as const;
+  };
+}
+
+describe('scan: fused results equal the step-by-step result of the same combine', () => {
+  it('fused vs a plain JS combine and vs the callable combiner run step by step', () => {
+    let seed = 7;
+    for (const op of OPS) {
+      for (const dtype of dtypesOf(op)) {
+        for (const [shape, dim] of [[[9, 7], 0], [[4, 3, 5], 1], [[3, 11], 1], [[13], 0], [[2, 0, 3], 1]] as [number[], number][]) {
+          for (const reverse of [false, true]) {
+            const label = `${op} ${dtype} ${JSON.stringify(shape)} dim ${dim} rev ${reverse}`;
+            const xs = values(op, dtype, sizeOf(shape), seed++);
+            const cshape = shape.filter((_, i) => i !== dim);
+            const init = values(op, dtype, sizeOf(cshape), seed++);
+            const x = ek.tensor(dtype, shape, xs), c = ek.tensor(dtype, cshape, init);
+            const live = ek.stats().tensorsLive;
+            const [fl, fy] = ek.scan(ek.combine[op], c, x, { dim, reverse });
+            const [jl, jy] = ek.scan(jsCombine(op), c, x, { dim, reverse });
+            const [sl, sy] = ek.scan((a: Tensor, b: Tensor) => ek.combine[op](a, b), c, x, { dim, reverse });
+            expect(ek.stats().tensorsLive, label).toBe(live + (shape[dim] === 0 ? 4 : 6));
+            const innermost = sizeOf(shape.slice(dim + 1)) === 1;
+            const arr = (t: Tensor | Tensor[]) => (Array.isArray(t) ? [] : Array.from(t.data as ArrayLike<number>));
+            // the callable combiner step by step runs the same kernel elementwise: bit-identical to the JS combine
+            // except for logaddexp (kernel exp/log vs Math.exp/log1p)
+            if (op !== 'logaddexp') {
+              expect(arr(sl), `${label} callable vs JS last`).toEqual(arr(jl));
+              expect(arr(sy), `${label} callable vs JS ys`).toEqual(arr(jy));
+            }
+            if (shape[dim] === 0) {
+              expect(arr(fl)).toEqual(arr(jl));
+              expect([...fy.shape]).toEqual(shape);
+              expect(jy).toEqual([]);
+            } else if (exactFor(op, dtype, innermost)) {
+              expect(arr(fl), `${label} last`).toEqual(arr(jl));
+              expect(arr(fy), `${label} ys`).toEqual(arr(jy));
+            } else {
+              const tol = scanTolerance(op, dtype, xs, shape, dim, init, reverse);
+              expectClose(arr(fy), arr(jy), tol, `${label} ys`);
+            }
+            for (const t of [fl, fy, jl, jy, sl, sy, x, c]) if (!Array.isArray(t)) t.dispose();
+          }
+        }
+      }
+    }
+  });
+});
+
+describe('scan: pytrees, plain tensors, counted loops', () => {
+  it('carries and xs as nested arrays / objects of plain and package tensors', () => {
+    const live = ek.stats().tensorsLive;
+    const a = ek.tensor('float32', [4, 2], [1, 2, 3, 4, 5, 6, 7, 8]);
+    const xs = { a, b: { dtype: 'int32', shape: [4, 3], data: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] } };
+    const initTree = { sum: ek.tensor('float32', [2]), stats: [{ dtype: 'int32', shape: [3], data: [0, 0, 0] }, ek.tensor('int32', [], [100])] };
+    const fn = (carry: { sum: Tensor; stats: [Tensor, Tensor] }, x: { a: Tensor; b: Tensor }) => {
+      const sum = ek.tensor('float32', [2], Array.from(carry.sum.data as Float32Array, (v, i) => v + (x.a.data as Float32Array)[i]));
+      const cnt = ek.tensor('int32', [3], Array.from(carry.stats[0].data as Int32Array, (v, i) => v + (x.b.data as Int32Array)[i]));
+      const steps = ek.tensor('int32', [], [(carry.stats[1].data as Int32Array)[0] + 1]);
+      const y = { total: { dtype: 'float32', shape: [], data: [(sum.data as Float32Array)[0] + (sum.data as Float32Array)[1]] }, rows: [ek.tensor('int32', [3], (cnt.data as Int32Array).slice())] };
+      return [{ sum, stats: [cnt, steps] }, y] as const;
+    };
+    const [carry, ys] = ek.scan(fn, initTree, xs);
+    expect(Object.keys(carry)).toEqual(['sum', 'stats']);
+    expect(Array.from(carry.sum.data)).toEqual([16, 20]);
+    expect(Array.from(carry.stats[0].data)).toEqual([22, 26, 30]);
+    expect(Array.from(carry.stats[1].data)).toEqual([104]);
+    expect([...ys.total.shape]).toEqual([4]);
+    expect(Array.from(ys.total.data)).toEqual([3, 10, 21, 36]);
+    expect([...ys.rows[0].shape]).toEqual([4, 3]);
+    expect(Array.from(ys.rows[0].data)).toEqual([1, 2, 3, 5, 7, 9, 12, 15, 18, 22, 26, 30]);
+    // returned: 3 carry leaves + 2 ys leaves; inputs a and initTree.sum / stats[1] still ours
+    expect(ek.stats().tensorsLive).toBe(live + 3 + 5);
+    for (const t of [carry.sum, carry.stats[0], carry.stats[1], ys.total, ys.rows[0], a, initTree.sum, initTree.stats[1] as Tensor]) t.dispose();
+    expect(ek.stats().tensorsLive).toBe(live);
+  });
+
+  it('xs slices reach the combine function as package tensors, in order, reversed and along any dim', () => {
+    for (const reverse of [false, true]) {
+      const seen: number[][] = [];
+      const x = ek.tensor('float64', [2, 3, 2], Array.from({ length: 12 }, (_, i) => i));
+      const [c, ys] = ek.scan((carry: Tensor, s: Tensor) => {
+        expect(s.constructor.name).toBe('Tensor');
+        expect([...s.shape]).toEqual([2, 2]);
+        seen.push(Array.from(s.data as Float64Array));
+        return [ek.tensor('float64', [], [(carry.data as Float64Array)[0] + 1]), ek.tensor('float64', [2, 2], (s.data as Float64Array).slice())] as const;
+      }, ek.tensor('float64', []), x, { dim: -2, reverse });
+      const order = reverse ? [2, 1, 0] : [0, 1, 2];
+      expect(seen).toEqual(order.map((t) => [t * 2, t * 2 + 1, 6 + t * 2, 6 + t * 2 + 1]));
+      expect(Array.from(c.data)).toEqual([3]);
+      expect(Array.from(ys.data)).toEqual(Array.from(x.data)); // ys stacked back at dim -2 in index order
+      for (const t of [x, c, ys]) t.dispose();
+    }
+  });
+
+  it('counted loops: xs = null with length, x is null, ys stacked along dim', () => {
+    const live = ek.stats().tensorsLive;
+    const fib = (carry: [Tensor, Tensor], x: null) => {
+      expect(x).toBeNull();
+      const [a, b] = carry.map((t) => (t.data as Int32Array)[0]);
+      return [[ek.tensor('int32', [], [b]), ek.tensor('int32', [], [a + b])], ek.tensor('int32', [2], [a, a * 10])] as const;
+    };
+    const [c, ys] = ek.scan(fib, [{ dtype: 'int32', shape: [], data: [0] }, { dtype: 'int32', shape: [], data: [1] }], null, { length: 8 });
+    expect(c.map((t: Tensor) => (t.data as Int32Array)[0])).toEqual([21, 34]);
+    expect([...ys.shape]).toEqual([8, 2]);
+    expect(Array.from(ys.data).filter((_, i) => i % 2 === 0)).toEqual([0, 1, 1, 2, 3, 5, 8, 13]);
+    const [c2, ys2] = ek.scan(fib, [ek.tensor('int32', []), ek.tensor('int32', [], [1])], null, { length: 4, dim: -1 });
+    expect([...ys2.shape]).toEqual([2, 4]);
+    expect(Array.from(ys2.data)).toEqual([0, 1, 1, 2, 0, 10, 10, 20]);
+    for (const t of [...c, ys, ...c2, ys2]) t.dispose();
+    expect(ek.stats().tensorsLive).toBe(live + 2); // the two package inits of the second call
+  });
+
+  it('zero-length scans return init (a copy with the same values) and empty ys', () => {
+    const live = ek.stats().tensorsLive;
+    const i = ek.tensor('float32', [3], [1, 2, 3]);
+    const [c1, y1] = ek.scan(ek.combine.add, i, ek.tensor('float32', [0, 3]));
+    expect(Array.from(c1.data)).toEqual([1, 2, 3]);
+    expect(c1).not.toBe(i);
+    expect([...y1.shape]).toEqual([0, 3]);
+    let calls = 0;
+    const [c2, y2] = ek.scan(() => {
+      calls++;
+      return [null, null];
+    }, { h: i }, null, { length: 0 });
+    expect(calls).toBe(0);
+    expect(Array.from(c2.h.data)).toEqual([1, 2, 3]);
+    expect(y2).toEqual([]);
+    const [c3, y3] = ek.scan(jsCombine('add'), i, ek.tensor('float32', [4, 0, 3]), { dim: 1 });
+    expect(Array.from(c3.data)).toEqual([1, 2, 3]);
+    expect(y3).toEqual([]);
+    for (const t of [c1, y1, c2.h, c3, i]) t.dispose();
+    expect(ek.stats().tensorsLive).toBe(live + 2); // the two xs tensors made inline above
+  });
+
+  it('length given with xs must match', () => {
+    const x = ek.tensor('float32', [4]);
+    const [c, y] = ek.scan(ek.combine.add, ek.tensor('float32', []), x, { length: 4 });
+    expect(Array.from(y.data)).toEqual([0, 0, 0, 0]);
+    expectKernelError(() => ek.scan(ek.combine.add, c, x, { length: 5 }), 'INVALID_VALUE', /length: expected 4.*got 5/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, null), 'INVALID_ARGUMENT', /length: required when xs is null/);
+  });
+});
+
+describe('scan: rules and errors', () => {
+  const mk = () => ({ c: ek.tensor('float32', [2], [1, 2]), x: ek.tensor('float32', [3, 2], [1, 2, 3, 4, 5, 6]) });
+
+  function expectRule(fn: (c: any, x: any) => unknown, code: string, pattern: RegExp, initTree?: unknown): void {
+    const { c, x } = mk();
+    const before = [snapshot(c), snapshot(x)];
+    const live = ek.stats().tensorsLive;
+    expectKernelError(() => ek.scan(fn as never, initTree ?? c, x), code, pattern);
+    expect(ek.stats().tensorsLive, 'no tensor left behind').toBe(live);
+    expect(snapshot(c)).toEqual(before[0]);
+    expect(snapshot(x)).toEqual(before[1]);
+    c.dispose();
+    x.dispose();
+  }
+  const copy = (t: Tensor) => ek.tensor(t.dtype, t.shape, (t.data as Float32Array).slice());
+
+  it('nextCarry must match init in structure', () => {
+    expectRule((c: Tensor) => [[copy(c)], copy(c)], 'INVALID_ARGUMENT', /nextCarry.*structure of init tensor, got \[tensor\]/);
+    expectRule((c: { a: Tensor }) => [{ b: copy(c.a) }, copy(c.a)], 'INVALID_ARGUMENT', /structure of init \{ a: tensor \}, got \{ b: tensor \}/, { a: ek.tensor('float32', [2]) });
+    expectRule(() => [42, null], 'INVALID_ARGUMENT', /nextCarry: expected a Tensor.*got 42/);
+    expectRule(() => 'oops', 'INVALID_ARGUMENT', /expected it to return \[nextCarry, y\]/);
+  });
+
+  it('nextCarry must match init in shape and dtype; y must keep its shape', () => {
+    expectRule(() => [ek.tensor('float32', [3]), ek.tensor('float32', [])], 'INVALID_SHAPE', /nextCarry at step 0: expected shape \[2\].*got \[3\]/);
+    expectRule(() => [ek.tensor('float64', [2]), ek.tensor('float32', [])], 'INVALID_DTYPE', /nextCarry at step 0: expected dtype float32.*got float64/);
+    let s = 0;
+    expectRule(() => [ek.tensor('float32', [2]), ek.tensor('float32', [s++])], 'INVALID_SHAPE', /y at step 1: expected shape \[0\] \(step 0's\), got \[1\]/);
+  });
+
+  it('outputs may not alias inputs or each other (same object or overlapping memory)', () => {
+    expectRule((c: Tensor) => [c, copy(c)], 'ALIASING', /nextCarry at step 0: is the input carry/);
+    expectRule((c: Tensor, x: Tensor) => [copy(c), x], 'ALIASING', /y at step 0: is the input x/);
+    expectRule((c: Tensor) => {
+      const n = copy(c);
+      return [n, n];
+    }, 'ALIASING', /y at step 0: is the output nextCarry/);
+    expectRule((c: Tensor) => [copy(c), { dtype: 'float32', shape: [2], data: c.data }], 'ALIASING', /y at step 0: shares memory with the input carry/);
+    expectRule((c: Tensor, x: Tensor) => [{ dtype: 'float32', shape: [1], data: (x.data as Float32Array).subarray(1, 2) }, copy(c)], 'INVALID_SHAPE', /expected shape \[2\]/);
+    expectRule((c: Tensor) => {
+      const d = new Float32Array(4);
+      return [{ dtype: 'float32', shape: [2], data: d.subarray(0, 2) }, { dtype: 'float32', shape: [3], data: d.subarray(1, 4) }];
+    }, 'ALIASING', /y at step 0: shares memory with the output nextCarry/);
+  });
+
+  it('the combine function may not modify or dispose its inputs', () => {
+    expectRule((c: Tensor) => {
+      (c.data as Float32Array)[1] = 99;
+      return [copy(c), copy(c)];
+    }, 'INVALID_ARGUMENT', /modified its input carry at step 0/);
+    expectRule((c: Tensor, x: Tensor) => {
+      (x.data as Float32Array)[0] += 1;
+      return [copy(c), copy(c)];
+    }, 'INVALID_ARGUMENT', /modified its input x at step 0/);
+    expectRule((c: { h: Tensor[] }) => {
+      (c.h[0].data as Float32Array)[0] = -1;
+      return [{ h: [copy(c.h[0])] }, null];
+    }, 'INVALID_ARGUMENT', /modified its input carry\.h\[0\]/, { h: [ek.tensor('float32', [2])] });
+    expectRule((c: Tensor) => {
+      c.dispose();
+      return [ek.tensor('float32', [2]), null];
+    }, 'INVALID_ARGUMENT', /disposed its input carry/);
+  });
+
+  it('errors thrown by the combine function propagate and release every intermediate tensor', () => {
+    const { c, x } = mk();
+    const live = ek.stats().tensorsLive;
+    let step = 0;
+    expect(() => ek.scan((carry: Tensor) => {
+      ek.tensor('float32', [100]); // a leaked temporary
+      if (step++ === 2) throw new Error('boom');
+      return [copy(carry), copy(carry)];
+    }, c, x)).toThrow('boom');
+    expect(step).toBe(3);
+    expect(ek.stats().tensorsLive).toBe(live);
+  });
+
+  it('bad arguments', () => {
+    const { c, x } = mk();
+    expectKernelError(() => ek.scan(42 as never, c, x), 'INVALID_ARGUMENT', /combineFn: expected a function/);
+    expectKernelError(() => ek.scan(ek.combine.add, 3, x), 'INVALID_ARGUMENT', /init: expected a Tensor/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, x, { dim: 2 }), 'INVALID_ARGUMENT', /dim 2 is out of range for rank 2/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, x, { reverse: 1 } as never), 'INVALID_ARGUMENT', /reverse: expected a boolean/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, x, { axis: 0 } as never), 'INVALID_ARGUMENT', /unknown option "axis"/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, [x, ek.tensor('float32', [4])]), 'INVALID_SHAPE', /xs\[1\]: expected length 3 along dim 0/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, ek.tensor('float32', [])), 'INVALID_SHAPE', /expected rank >= 1/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, []), 'INVALID_ARGUMENT', /xs: expected at least one tensor/);
+    expectKernelError(() => ek.scan(ek.combine.add, c, null, { length: 2 }), 'MISSING_INPUT', /x is required/);
+    expectKernelError(() => ek.combine.add(c, ek.tensor('int32', [2])), 'INVALID_DTYPE', /expected dtype float32/);
+    expectKernelError(() => ek.combine.logaddexp(ek.tensor('int32', [2]), ek.tensor('int32', [2])), 'INVALID_DTYPE', /float32 or float64, got int32/);
+    expectKernelError(() => ek.combine.add(c, ek.tensor('float32', [3])), 'INVALID_SHAPE', /do not broadcast/);
+    const d = c;
+    d.dispose();
+    expectKernelError(() => ek.scan(ek.combine.add, d, x), 'DISPOSED');
+    x.dispose();
+  });
+});
+
+describe('scan: tensorsLive after = before + returned', () => {
+  it('leaked temporaries of the combine function and every slice and carry are released', () => {
+    const live = ek.stats().tensorsLive;
+    const x = { dtype: 'float32', shape: [5, 3], data: new Float32Array(15).fill(1) };
+    const [c, ys] = ek.scan((carry: Tensor[], s: Tensor) => {
+      ek.tensor('float32', [7]); // never disposed by the combine function
+      const n = ek.combine.add(carry[0], s); // two tensors: n[1] is not returned
+      return [[n[0]], { a: n[1], b: ek.tensor('float32', [2]) }];
+    }, [ek.tensor('float32', [3])], x);
+    expect(Array.from(c[0].data)).toEqual([5, 5, 5]);
+    expect(Array.from(ys.a.data)).toEqual([1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4, 5, 5, 5]);
+    expect(ek.stats().tensorsLive).toBe(live + 1 + 3); // the init tensor made inline, + c[0], ys.a, ys.b
+  });
+});
+
+describe('linearScan', () => {
+  it('h_t = a_t * h_{t-1} + b_t against the reference, every dim, reverse, tails', () => {
+    let seed = 77;
+    for (const dtype of ['float32', 'float64'] as const) {
+      for (const [shape, dim] of [[[5], 0], [[0, 3], 0], [[17, 3], 0], [[4, 13], 1], [[3, 4, 9], 1], [[2, 6, 5], -1], [[64, 8], 0]] as [number[], number][]) {
+        for (const reverse of [false, true]) {
+          const d = dim < 0 ? dim + shape.length : dim;
+          const n = sizeOf(shape), hshape = shape.filter((_, i) => i !== d);
+          const a = values('mul', dtype, n, seed++), b = values('add', dtype, n, seed++), h0 = values('add', dtype, sizeOf(hshape), seed++);
+          const live = ek.stats().tensorsLive;
+          const [last, hs] = ek.linearScan({ dtype, shape, data: a }, { dtype, shape, data: b }, { dtype, shape: hshape, data: h0 }, { dim, reverse });
+          expect(ek.stats().tensorsLive).toBe(live + 2);
+          const want = refLinearScan(dtype, a, b, h0, shape, d, reverse);
+          expect(Array.from(hs.data as ArrayLike<number>)).toEqual(want.hs);
+          expect(Array.from(last.data as ArrayLike<number>)).toEqual(want.last);
+          last.dispose();
+          hs.dispose();
+        }
+      }
+    }
+  });
+
+  it('equals the same recurrence written as a JS combine over a pytree of xs', () => {
+    const a = ek.tensor('float32', [6, 5], values('mul', 'float32', 30, 3));
+    const b = ek.tensor('float32', [6, 5], values('add', 'float32', 30, 4));
+    const h0 = ek.tensor('float32', [5], values('add', 'float32', 5, 5));
+    const [l1, h1] = ek.linearScan(a, b, h0);
+    const [l2, h2] = ek.scan((h: Tensor, x: [Tensor, Tensor]) => {
+      const out = ek.tensor('float32', [5]);
+      const hd = h.data as Float32Array, ad = x[0].data as Float32Array, bd = x[1].data as Float32Array, od = out.data as Float32Array;
+      for (let i = 0; i < 5; i++) od[i] = Math.fround(ad[i] * hd[i]) + bd[i];
+      return [out, ek.tensor('float32', [5], od.slice())] as const;
+    }, h0, [a, b]);
+    expect(Array.from(h1.data)).toEqual(Array.from(h2.data));
+    expect(Array.from(l1.data)).toEqual(Array.from(l2.data));
+  });
+
+  it('errors', () => {
+    const a = ek.tensor('float32', [4, 2]);
+    expectKernelError(() => ek.linearScan(a, ek.tensor('float32', [4, 3]), ek.tensor('float32', [2])), 'INVALID_SHAPE', /linearScan b: expected shape \[4,2\]/);
+    expectKernelError(() => ek.linearScan(a, a, ek.tensor('float32', [4])), 'INVALID_SHAPE', /linearScan h0: expected shape \[2\]/);
+    expectKernelError(() => ek.linearScan(a, a, ek.tensor('float64', [2])), 'INVALID_DTYPE', /h0: expected dtype float32/);
+    expectKernelError(() => ek.linearScan(ek.tensor('int32', [2]), ek.tensor('int32', [2]), ek.tensor('int32', [])), 'INVALID_DTYPE', /float32 or float64, got int32/);
+    expectKernelError(() => ek.linearScan(a, a, ek.tensor('float32', [2]), { dim: 3 }), 'INVALID_ARGUMENT', /dim 3 is out of range/);
+  });
+});
+
