@@ -115,7 +115,10 @@ async function compileRaw(src: WasmSource, readFile?: FileReader): Promise<WebAs
     } catch {
       throw new KernelError('INVALID_ARGUMENT', `init wasm: expected an absolute URL (or one relative to the page), got ${show(String(src))}`);
     }
-    if (url.protocol === 'file:' && readFile) return WebAssembly.compile(await readFile(url));
+    if (url.protocol === 'file:') {
+      if (readFile) return WebAssembly.compile(await readFile(url));
+      throw new KernelError('INVALID_ARGUMENT', `init wasm: this entry reads no files (${url.href}); pass the bytes, a Module or an http(s) URL`);
+    }
     return compileResponse(await fetch(url));
   }
   if (src && typeof (src as PromiseLike<Response>).then === 'function') {

@@ -4,6 +4,16 @@ import * as pkg from 'edgekernels';
 import { runSuite } from './suite.mjs';
 
 const params = new URLSearchParams(location.search);
+if (params.has('nosimd')) {
+  // Pretend to be an engine without SIMD (as in cli-child.mjs): WebAssembly.validate rejects
+  // modules whose type section mentions v128. init() must then pick the scalar build.
+  const validate = WebAssembly.validate.bind(WebAssembly);
+  WebAssembly.validate = (bytes) => {
+    const u = ArrayBuffer.isView(bytes) ? new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength) : new Uint8Array(bytes);
+    if (u[8] === 1) for (let i = 10; i < 10 + u[9]; i++) if (u[i] === 0x7b) return false;
+    return validate(bytes);
+  };
+}
 const build = params.get('build') || undefined;
 const expectBuild = params.get('expect') || build;
 let report;

@@ -1,7 +1,7 @@
 // Runs test/runtimes/suite.mjs in a command-line runtime (Node, Deno, Bun) against the
 // package as that runtime resolves `edgekernels` (exports conditions node / deno / bun),
 // then prints one line `REPORT {json}` for test/runtimes/run.mjs.
-//   args: <runtime> [build=<simd|scalar|relaxed>] [expect=<build>] [nosimd] [cases=<dir>]
+//   args: <runtime> [build=<simd|scalar|relaxed>] [expect=<build>] [nosimd] [entry=<dist file>] [cases=<dir>]
 import { readFile, readdir } from 'node:fs/promises';
 import { runSuite } from './suite.mjs';
 
@@ -23,8 +23,9 @@ if (opt.nosimd) {
   };
 }
 
-const pkg = await import('edgekernels');
-const entry = new URL(import.meta.resolve('edgekernels'));
+// entry=<file in dist/>: load that entry directly instead of the one the exports conditions pick
+const entry = opt.entry ? new URL(`../../dist/${opt.entry}`, import.meta.url) : new URL(import.meta.resolve('edgekernels'));
+const pkg = await import(entry.href);
 const casesDir = opt.cases;
 const cases = [];
 if (casesDir) {
@@ -39,7 +40,8 @@ const wasmUrl = new URL(`./${file}`, entry);
 const sources = {
   bytes: () => readFile(wasmUrl),
   module: async () => WebAssembly.compile(await readFile(wasmUrl)),
-  url: () => wasmUrl,
+  // the browser/default entry reads no files: a file: URL is for the file-system entries only
+  url: opt.entry === 'browser.js' ? null : () => wasmUrl,
 };
 const report = await runSuite({ pkg, cases, build, expectBuild, runtime, sources });
 report.entry = entry.pathname.split('/').pop();

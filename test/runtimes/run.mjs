@@ -264,12 +264,13 @@ console.log('node');
   record(`node: engineSupports(relaxed) = ${pkg.engineSupports('relaxed')} matches WebAssembly.validate (${relaxedAccepted})`, pkg.engineSupports('relaxed') === relaxedAccepted && pkg.engineSupports('simd') === true);
   record('node: default build is simd', pkg.defaultBuild() === 'simd' || (pkg.RELAXED_PREFERRED && pkg.defaultBuild() === 'relaxed'), pkg.defaultBuild());
 }
-const [nodeSimd, nodeScalar, nodeRelaxed, nodeNoSimd, nodeRelaxedRejected] = await Promise.all([
+const [nodeSimd, nodeScalar, nodeRelaxed, nodeNoSimd, nodeRelaxedRejected, nodeDefault] = await Promise.all([
   runProcess('node', [child, 'node', casesArg]),
   runProcess('node', [child, 'node', 'build=scalar', casesArg]),
   runProcess('node', ['--experimental-wasm-relaxed-simd', child, 'node', 'build=relaxed', casesArg]),
   runProcess('node', [child, 'node-nosimd', 'nosimd', 'expect=scalar', casesArg]),
   runProcess('node', ['--input-type=module', '-e', "import { init } from 'edgekernels'; try { await init({ build: 'relaxed' }); console.log('accepted'); } catch (e) { console.log(e.code); }"]),
+  runProcess('node', [child, 'node-default-entry', 'entry=browser.js', casesArg]),
 ]);
 const reports = {
   simd: parseReport('node simd', nodeSimd),
@@ -281,6 +282,9 @@ recordReport('node simd (default)', reports.simd);
 recordReport('node scalar (forced)', reports.scalar);
 recordReport('node relaxed (--experimental-wasm-relaxed-simd)', reports.relaxed);
 recordReport('node engine without SIMD (scalar chosen automatically)', reports.nosimd);
+const defaultEntry = parseReport('node, default entry', nodeDefault);
+recordReport('node running the browser/default entry (embedded bytes)', defaultEntry);
+compareOutputs('default entry agrees with the node entry', reports.simd, defaultEntry);
 record('node 20 without the relaxed flag: init({ build: "relaxed" }) is refused', nodeRelaxedRejected.stdout.trim() === 'INVALID_ARGUMENT' || (nodeRelaxedRejected.stdout.trim() === 'accepted' && !process.version.startsWith('v20')), nodeRelaxedRejected.stdout + nodeRelaxedRejected.stderr);
 compareOutputs('builds agree: simd vs scalar', reports.simd, reports.scalar);
 compareOutputs('builds agree: simd vs relaxed', reports.simd, reports.relaxed);
@@ -372,9 +376,10 @@ if (!haveChromium && !process.env.CI) {
     const consoleLines = [];
     page.on('console', (m) => consoleLines.push(m.text()));
     page.on('pageerror', (e) => consoleLines.push(String(e)));
-    for (const build of [undefined, 'scalar']) {
+    for (const build of [undefined, 'scalar', 'nosimd']) {
       const pending = server.nextReport(60_000);
-      await page.goto(`${server.base}/test/runtimes/browser.html${build ? `?build=${build}` : ''}`, { timeout: 30_000 });
+      const query = build === 'nosimd' ? '?nosimd=1&expect=scalar' : build ? `?build=${build}` : '';
+      await page.goto(`${server.base}/test/runtimes/browser.html${query}`, { timeout: 30_000 });
       let report = null;
       try {
         report = await pending;
@@ -382,7 +387,7 @@ if (!haveChromium && !process.env.CI) {
         record(`chromium ${build ?? 'default'}`, false, `${e.message}; console: ${consoleLines.join(' | ').slice(-1500)}`);
         continue;
       }
-      recordReport(`chromium ${build ?? 'default'} (embedded builds)`, report);
+      recordReport(`chromium ${build === 'nosimd' ? 'engine without SIMD (scalar chosen automatically)' : build ?? 'default'} (embedded builds)`, report);
       compareOutputs(`chromium ${build ?? 'simd'} agrees with node`, build ? reports.scalar : reports.simd, report);
     }
     await page.goto(`${server.base}/examples/browser/index.html`, { timeout: 30_000 });
