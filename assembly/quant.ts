@@ -1,2 +1,997 @@
-// (placeholder: this family's kernels land with its issue)
-export {};
+// Low-precision conversions: Cast between numeric dtypes, QuantizeLinear, DequantizeLinear.
+//
+// What it computes. Element-wise conversions between the package's numeric dtypes, named
+// by their ONNX TensorProto codes (1 float32, 2 uint8, 3 int8, 4 uint16, 5 int16, 6 int32,
+// 7 int64, 9 bool, 10 float16, 11 float64, 12 uint32, 13 uint64, 16 bfloat16,
+// 17 float8e4m3fn, 18 float8e4m3fnuz, 19 float8e5m2, 20 float8e5m2fnuz, 21 uint4, 22 int4,
+// 23 float4e2m1, 24 float8e8m0, 25 uint2, 26 int2). The host composes a Cast from at most
+// three stages through a "pivot" buffer:
+//   source --decodeToF32--> f32 --encodeFromF32--> target   (sources exact in f32)
+//   source --decodeToF64--> f64 --f64ToF32(odd)--> f32 --encodeFromF32--> target
+//   source --decodeToI64--> i64 --encodeFromI64--> target   (integer → integer: wrap)
+// and quantizes / dequantizes with quantizeF32 / dequantizeF32 over a folded 3-D view.
+//
+// Memory layout. Raw little-endian arrays. float16/bfloat16/float8 are bit patterns.
+// Sub-byte types (int4, uint4, float4e2m1: two per byte; int2, uint2: four per byte)
+// are packed with element 0 in the low bits. Kernels taking packed data start at a
+// byte boundary (the host passes chunk starts that are multiples of 4 elements).
+//
+// Preconditions (the host guarantees them): pointers are inside live allocations of the
+// right size; inputs may be read up to 16 bytes past their end (arena padding); outputs
+// are written only within [dst, dst + n elements); inputs and outputs do not overlap
+// unless a kernel says it works in place. Kernels allocate nothing and never trap.
+//
+// Float → minifloat rounding (float16, float8 types, float4e2m1), used by every encoder:
+//   u = |x| bits. Two candidate results are computed without branches and one is picked:
+//   * normal range (|x| ≥ the target's smallest normal 2^(1−bias)): rebias the exponent
+//     by adding (bias − 127) << 23, then round the 23 − M dropped mantissa bits to nearest
+//     even by adding 0111…1 (half − 1) plus the lowest kept bit: the sum carries into the
+//     kept bits exactly when the dropped part is above half, or equal to half with an odd
+//     kept part. A carry out of the mantissa bumps the exponent, which is the correct
+//     next binade; a carry past the largest finite code is caught by the clamp below.
+//     Shifting right by 23 − M leaves the code (exponent and mantissa) of |x|.
+//   * subnormal range: add the magic float 2^(23 + 1 − bias − M), whose ulp is the
+//     target's subnormal step 2^(1 − bias − M). The hardware float add rounds |x| to that
+//     step with ties to even (the magic's own mantissa is 0, so even-ness of the sum's
+//     last bit is even-ness of the subnormal code), and subtracting the magic's bits
+//     leaves the subnormal code; the value rounding up to 2^(1−bias) gives the first
+//     normal code, which is right.
+//   * overflow: the code is clamped (unsigned min) to the largest finite code when
+//     saturating, else to the overflow code (NaN for e4m3fn, Inf for e5m2/float16,
+//     0x80 for the fnuz types); float4e2m1 always saturates (no Inf/NaN codes).
+//   * NaN inputs become the type's NaN (sign kept for e4m3fn/e5m2/float16; fnuz: 0x80;
+//     float4e2m1: +6 as ONNX's reference does). The fnuz types have no −0: the sign is
+//     attached only to codes 1…0x7F.
+// Minifloat → float32 is exact: put the magnitude code's bits at the float32 mantissa's
+// top (code << (23 − M)), read it as a float32 (a tiny normal or subnormal float32 with
+// the same significand) and multiply by 2^(127 − bias), an exact power-of-two scaling.
+// Inf and NaN codes are patched in with selects.
+
+// ---- dtype codes -----------------------------------------------------------------
+
+const F32: i32 = 1, U8: i32 = 2, I8: i32 = 3, U16: i32 = 4, I16: i32 = 5, I32: i32 = 6, I64: i32 = 7;
+const BOOL: i32 = 9, F16: i32 = 10, F64: i32 = 11, U32: i32 = 12, U64: i32 = 13, BF16: i32 = 16;
+const E4M3FN: i32 = 17, E4M3FNUZ: i32 = 18, E5M2: i32 = 19, E5M2FNUZ: i32 = 20;
+const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2: i32 = 26;
+
+// ---- scalar minifloat helpers (also the SIMD tails and the scalar build) ------------
+
+/** Rounds float32 bits to a minifloat code (see the derivation at the top). `lim` is the
+ *  clamp code (largest finite when saturating, else the overflow code). */
+@inline function encMini(
+  b: u32, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool,
+): u32 {
+  const u = b & 0x7FFFFFFF;
+  const shift = 23 - M;
+  const nrm = (u + (<u32>(bias - 127) << 23) + ((<u32>1 << (shift - 1)) - 1) + ((u >> shift) & 1)) >> shift;
+  const magic: u32 = <u32>(151 - bias - <i32>M) << 23;
+  const den = reinterpret<u32>(reinterpret<f32>(u) + reinterpret<f32>(magic)) - magic;
+  let mag = select<u32>(den, nrm, u < (<u32>(128 - bias) << 23));
+  mag = min<u32>(mag, lim);
+  const sign = (b >> 31) << (tb - 1);
+  let r = fnuz ? select<u32>(mag | sign, mag, mag - 1 < 0x7F) : mag | sign;
+  let nan = nanCode;
+  if (f16nan) {
+    const p = (u & 0x7FFFFF) >> 13;
+    nan = 0x7C00 | p | <u32>(p == 0);
+  }
+  if (nanSigned) nan |= sign;
+  return select<u32>(nan, r, u > 0x7F800000);
+}
+
+/** Decodes a minifloat code (tb bits, sign at the top) to float32 bits, exactly. */
+@inline function decMini(c: u32, M: u32, bias: i32, tb: u32, kind: i32): u32 {
+  const signBit: u32 = <u32>1 << (tb - 1);
+  const mag = c & (signBit - 1);
+  const sign = (c & signBit) << (32 - tb);
+  let f = reinterpret<u32>(reinterpret<f32>(mag << (23 - M)) * reinterpret<f32>(<u32>(254 - bias) << 23));
+  if (kind == E4M3FN) f = select<u32>(0x7FC00000, f, mag == 0x7F);
+  else if (kind == E5M2) f = select<u32>(select<u32>(0x7F800000, 0x7FC00000, mag == 0x7C), f, mag >= 0x7C);
+  else if (kind == F16) f = select<u32>(0x7F800000 | ((mag & 0x3FF) << 13), f, mag >= 0x7C00);
+  else if (kind == E4M3FNUZ || kind == E5M2FNUZ) f = select<u32>(0x7FC00000, f, c == 0x80);
+  return f | sign;
+}
+
+// Per-type parameters of the minifloats (M = mantissa bits).
+@inline function mM(k: i32): u32 { return k == F16 ? 10 : k == E4M3FN || k == E4M3FNUZ ? 3 : k == F4 ? 1 : 2; }
+@inline function mBias(k: i32): i32 {
+  return k == F16 ? 15 : k == E4M3FN ? 7 : k == E4M3FNUZ ? 8 : k == E5M2 ? 15 : k == E5M2FNUZ ? 16 : 1;
+}
+@inline function mMax(k: i32): u32 {
+  return k == F16 ? 0x7BFF : k == E4M3FN ? 0x7E : k == E5M2 ? 0x7B : k == F4 ? 7 : 0x7F;
+}
+@inline function mOvf(k: i32): u32 {
+  return k == F16 ? 0x7C00 : k == E4M3FN ? 0x7F : k == E5M2 ? 0x7C : k == F4 ? 7 : 0x80;
+}
+@inline function mNan(k: i32): u32 { return k == E4M3FN ? 0x7F : k == E5M2 ? 0x7E : k == F4 ? 7 : 0x80; }
+@inline function mTb(k: i32): u32 { return k == F16 ? 16 : k == F4 ? 4 : 8; }
+@inline function mFnuz(k: i32): bool { return k == E4M3FNUZ || k == E5M2FNUZ; }
+@inline function mNanSigned(k: i32): bool { return k == E4M3FN || k == E5M2 || k == F16; }
+
+/** float32 → minifloat code of kind k (17…20, 10, 23); saturate as ONNX Cast's tables. */
+@inline function encodeMini(x: f32, k: i32, saturate: bool): u32 {
+  return encMini(reinterpret<u32>(x), mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16);
+}
+
+// Reusable helpers for other kernels (e.g. fused quantization in attention): @inline,
+// no memory access, bit-exact with Cast / QuantizeLinear.
+
+/** float32 → float8e4m3fn bits, round to nearest even; saturate: ±448 instead of NaN. */
+@inline export function f32ToE4m3fnBits(x: f32, saturate: bool): u32 {
+  return encodeMini(x, E4M3FN, saturate);
+}
+/** float8e4m3fn bits → float32 (exact). */
+@inline export function e4m3fnBitsToF32(c: u32): f32 {
+  return reinterpret<f32>(decMini(c & 0xFF, 3, 7, 8, E4M3FN));
+}
+/** float32 → float16 bits, round to nearest even (NaN payload kept as numpy does). */
+@inline export function f32ToF16Bits(x: f32): u32 {
+  return encodeMini(x, F16, false);
+}
+/** float16 bits → float32 (exact). */
+@inline export function f16BitsToF32(h: u32): f32 {
+  return reinterpret<f32>(decMini(h & 0xFFFF, 10, 15, 16, F16));
+}
+/** float32 → bfloat16 bits, round to nearest even; NaN → 0x7FC0 with the sign. */
+@inline export function f32ToBf16Bits(x: f32): u32 {
+  const b = reinterpret<u32>(x);
+  // RNE: add 0x7FFF plus the lowest kept bit; a carry into bit 16 rounds up.
+  const r = (b + 0x7FFF + ((b >> 16) & 1)) >> 16;
+  return select<u32>(0x7FC0 | ((b >> 16) & 0x8000), r, (b & 0x7FFFFFFF) > 0x7F800000);
+}
+/** float32 → int8 with round half to even and clamping to [−128, 127] (NaN → −128). */
+@inline export function f32ToI8Rne(x: f32): i32 {
+  const t = max<f32>(-128, min<f32>(127, nearest<f32>(x)));
+  return select<i32>(<i32>t, -128, t == t);
+}
+
+/** float8e8m0 from float32 bits. mode 0 'up', 1 'down', 2 'nearest' (ties up).
+ *  x ≤ 0 (and −0) and x < 2^-127 give 0x00 when saturating, else NaN (0xFF); x > 2^127
+ *  and +Inf give 0xFE when saturating, else NaN; NaN gives 0xFF. */
+@inline function encE8m0(b: u32, saturate: bool, mode: i32): u32 {
+  const u = b & 0x7FFFFFFF;
+  const e = u >> 23;
+  // fraction below the power of two: for [2^-127, 2^-126) (float32 subnormals) the
+  // value is 2^-127·(1 + f) with f = the mantissa's bits below the top one.
+  const f = select<u32>(u & 0x7FFFFF, (u << 1) & 0x7FFFFF, e != 0);
+  const inc: u32 = mode == 0 ? <u32>(f != 0) : mode == 2 ? <u32>(f >= 0x400000) : 0;
+  let r = e + inc;
+  const lo: u32 = saturate ? 0x00 : 0xFF, hi: u32 = saturate ? 0xFE : 0xFF;
+  r = select<u32>(lo, r, u < 0x00400000 || (b >> 31) != 0);
+  r = select<u32>(hi, r, u > 0x7F000000 && (b >> 31) == 0);
+  return select<u32>(0xFF, r, u > 0x7F800000);
+}
+
+@inline function decE8m0(c: u32): u32 {
+  return select<u32>(0x7FC00000, select<u32>(0x00400000, c << 23, c == 0), c == 0xFF);
+}
+
+// ---- SIMD minifloat helpers ------------------------------------------------------
+
+@inline function encMiniV(
+  b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool,
+): v128 {
+  const u = v128.and(b, i32x4.splat(0x7FFFFFFF));
+  const shift = 23 - M;
+  const odd = v128.and(i32x4.shr_u(u, shift), i32x4.splat(1));
+  const nrm = i32x4.shr_u(
+    i32x4.add(i32x4.add(u, i32x4.splat(((bias - 127) << 23) + ((1 << (shift - 1)) - 1))), odd), shift);
+  const magic = i32x4.splat((151 - bias - <i32>M) << 23);
+  const den = i32x4.sub(f32x4.add(u, magic), magic);
+  let mag = v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat((128 - bias) << 23)));
+  mag = i32x4.min_u(mag, i32x4.splat(lim));
+  const sign = i32x4.shl(i32x4.shr_u(b, 31), tb - 1);
+  let r: v128;
+  if (fnuz) {
+    const keep = i32x4.lt_u(i32x4.sub(mag, i32x4.splat(1)), i32x4.splat(0x7F));
+    r = v128.or(mag, v128.and(sign, keep));
+  } else {
+    r = v128.or(mag, sign);
+  }
+  let nan = i32x4.splat(nanCode);
+  if (f16nan) {
+    // numpy: 0x7C00 | the payload's top 10 bits, made non-zero so it stays a NaN
+    const p = i32x4.shr_u(v128.and(u, i32x4.splat(0x7FFFFF)), 13);
+    nan = v128.or(v128.or(i32x4.splat(0x7C00), p), v128.and(i32x4.eq(p, i32x4.splat(0)), i32x4.splat(1)));
+  }
+  if (nanSigned) nan = v128.or(nan, sign);
+  return v128.bitselect(nan, r, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
+}
+
+@inline function encodeMiniV(x: v128, k: i32, saturate: bool): v128 {
+  return encMiniV(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16);
+}
+
+@inline function decMiniV(c: v128, M: u32, bias: i32, tb: u32, kind: i32): v128 {
+  const signBit: i32 = 1 << (tb - 1);
+  const mag = v128.and(c, i32x4.splat(signBit - 1));
+  const sign = i32x4.shl(v128.and(c, i32x4.splat(signBit)), 32 - tb);
+  let f = f32x4.mul(i32x4.shl(mag, 23 - M), i32x4.splat((254 - bias) << 23));
+  if (kind == E4M3FN) {
+    f = v128.bitselect(i32x4.splat(0x7FC00000), f, i32x4.eq(mag, i32x4.splat(0x7F)));
+  } else if (kind == E5M2) {
+    const sp = v128.bitselect(i32x4.splat(0x7F800000), i32x4.splat(0x7FC00000), i32x4.eq(mag, i32x4.splat(0x7C)));
+    f = v128.bitselect(sp, f, i32x4.gt_s(mag, i32x4.splat(0x7B)));
+  } else if (kind == F16) {
+    const sp = v128.or(i32x4.splat(0x7F800000), i32x4.shl(v128.and(mag, i32x4.splat(0x3FF)), 13));
+    f = v128.bitselect(sp, f, i32x4.gt_s(mag, i32x4.splat(0x7BFF)));
+  } else if (kind == E4M3FNUZ || kind == E5M2FNUZ) {
+    f = v128.bitselect(i32x4.splat(0x7FC00000), f, i32x4.eq(c, i32x4.splat(0x80)));
+  }
+  return v128.or(f, sign);
+}
+
+@inline function encE8m0V(b: v128, saturate: bool, mode: i32): v128 {
+  const u = v128.and(b, i32x4.splat(0x7FFFFFFF));
+  const e = i32x4.shr_u(u, 23);
+  const isSub = i32x4.eq(e, i32x4.splat(0));
+  const f = v128.and(v128.bitselect(i32x4.shl(u, 1), u, isSub), i32x4.splat(0x7FFFFF));
+  let r = e;
+  if (mode == 0) r = i32x4.sub(e, v128.not(i32x4.eq(f, i32x4.splat(0))));
+  else if (mode == 2) r = i32x4.sub(e, i32x4.gt_s(f, i32x4.splat(0x3FFFFF)));
+  const neg = i32x4.lt_s(b, i32x4.splat(0));
+  const small = v128.or(i32x4.lt_s(u, i32x4.splat(0x00400000)), neg);
+  const big = v128.andnot(i32x4.gt_s(u, i32x4.splat(0x7F000000)), neg);
+  r = v128.bitselect(i32x4.splat(saturate ? 0 : 0xFF), r, small);
+  r = v128.bitselect(i32x4.splat(saturate ? 0xFE : 0xFF), r, big);
+  return v128.bitselect(i32x4.splat(0xFF), r, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
+}
+
+/** Packs four i32x4 vectors of byte values (0…255) into one i8x16 vector. */
+@inline function packBytes(a: v128, b: v128, c: v128, d: v128): v128 {
+  return i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(a, b), i16x8.narrow_i32x4_u(c, d));
+}
+
+// ---- float32 → minifloat loops ---------------------------------------------------
+
+@inline function loopEncode8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 16 <= n; i += 16) {
+      const p = src + (i << 2);
+      const a = encodeMiniV(v128.load(p), k, saturate);
+      const b = encodeMiniV(v128.load(p, 16), k, saturate);
+      const c = encodeMiniV(v128.load(p, 32), k, saturate);
+      const d = encodeMiniV(v128.load(p, 48), k, saturate);
+      v128.store(dst + i, packBytes(a, b, c, d));
+    }
+  }
+  for (; i < n; i++) store<u8>(dst + i, <u8>encodeMini(load<f32>(src + (i << 2)), k, saturate));
+}
+
+function encodeF8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): void {
+  if (k == E4M3FN) loopEncode8(src, dst, n, E4M3FN, saturate);
+  else if (k == E4M3FNUZ) loopEncode8(src, dst, n, E4M3FNUZ, saturate);
+  else if (k == E5M2) loopEncode8(src, dst, n, E5M2, saturate);
+  else loopEncode8(src, dst, n, E5M2FNUZ, saturate);
+}
+
+/** Cast float32 → float8e4m3fn (n values); saturate 1: out of range → ±448, else NaN. */
+export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bool): void {
+  loopEncode8(src, dst, n, E4M3FN, saturate);
+}
+
+function encodeF16(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const p = src + (i << 2);
+      const a = encodeMiniV(v128.load(p), F16, false);
+      const b = encodeMiniV(v128.load(p, 16), F16, false);
+      v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(a, b));
+    }
+  }
+  for (; i < n; i++) store<u16>(dst + (i << 1), <u16>encodeMini(load<f32>(src + (i << 2)), F16, false));
+}
+
+function encodeBf16(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const p = src + (i << 2);
+      const x0 = v128.load(p), x1 = v128.load(p, 16);
+      v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(bf16V(x0), bf16V(x1)));
+    }
+  }
+  for (; i < n; i++) store<u16>(dst + (i << 1), <u16>f32ToBf16Bits(load<f32>(src + (i << 2))));
+}
+
+@inline function bf16V(b: v128): v128 {
+  const r = i32x4.shr_u(i32x4.add(i32x4.add(b, i32x4.splat(0x7FFF)), v128.and(i32x4.shr_u(b, 16), i32x4.splat(1))), 16);
+  const nan = v128.or(i32x4.splat(0x7FC0), v128.and(i32x4.shr_u(b, 16), i32x4.splat(0x8000)));
+  return v128.bitselect(nan, r, i32x4.gt_s(v128.and(b, i32x4.splat(0x7FFFFFFF)), i32x4.splat(0x7F800000)));
+}
+
+function encodeE8m0(src: usize, dst: usize, n: usize, saturate: bool, mode: i32): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 16 <= n; i += 16) {
+      const p = src + (i << 2);
+      const a = encE8m0V(v128.load(p), saturate, mode);
+      const b = encE8m0V(v128.load(p, 16), saturate, mode);
+      const c = encE8m0V(v128.load(p, 32), saturate, mode);
+      const d = encE8m0V(v128.load(p, 48), saturate, mode);
+      v128.store(dst + i, packBytes(a, b, c, d));
+    }
+  }
+  for (; i < n; i++) store<u8>(dst + i, <u8>encE8m0(load<u32>(src + (i << 2)), saturate, mode));
+}
+
+// ---- sub-byte packing ------------------------------------------------------------
+
+/** Packs n byte values (low `bits` bits of each) into bits-wide fields, element 0 lowest.
+ *  Writes ceil(n·bits/8) bytes; unused high fields of the last byte are zero. */
+export function packBits(src: usize, dst: usize, n: usize, bits: i32): void {
+  let i: usize = 0, o: usize = 0;
+  if (bits == 4) {
+    if (ASC_FEATURE_SIMD) {
+      for (; i + 32 <= n; i += 32) {
+        // i16 lane = lo | hi << 8  →  (lo & 15) | (hi & 15) << 4, then narrow to bytes.
+        const a = v128.load(src + i), b = v128.load(src + i, 16);
+        const pa = v128.or(v128.and(a, i16x8.splat(0x0F)), v128.and(i16x8.shr_u(a, 4), i16x8.splat(0xF0)));
+        const pb = v128.or(v128.and(b, i16x8.splat(0x0F)), v128.and(i16x8.shr_u(b, 4), i16x8.splat(0xF0)));
+        v128.store(dst + (i >> 1), i8x16.narrow_i16x8_u(pa, pb));
+      }
+    }
+    for (; i + 2 <= n; i += 2) store<u8>(dst + (i >> 1), (load<u8>(src + i) & 15) | (load<u8>(src + i + 1) << 4));
+    if (i < n) store<u8>(dst + (i >> 1), load<u8>(src + i) & 15);
+  } else {
+    for (; i + 4 <= n; i += 4) {
+      const w = load<u32>(src + i);
+      store<u8>(dst + o, <u8>((w & 3) | ((w >> 6) & 0xC) | ((w >> 12) & 0x30) | ((w >> 18) & 0xC0)));
+      o++;
+    }
+    if (i < n) {
+      let v: u32 = 0;
+      for (let s: u32 = 0; i < n; i++, s += 2) v |= (<u32>load<u8>(src + i) & 3) << s;
+      store<u8>(dst + o, <u8>v);
+    }
+  }
+}
+
+/** Unpacks n bits-wide fields (4 or 2) to one byte each; signed: sign-extend. */
+export function unpackBits(src: usize, dst: usize, n: usize, bits: i32, signed: bool): void {
+  const sh: u32 = 8 - <u32>bits;
+  for (let i: usize = 0; i < n; i++) {
+    const byte = <u32>load<u8>(src + ((i * <usize>bits) >> 3));
+    let v = (byte >> <u32>((i * <usize>bits) & 7)) & ((1 << bits) - 1);
+    if (signed) v = <u32>(<i32>(<i8>(<u8>(v << sh))) >> sh);
+    store<u8>(dst + i, <u8>v);
+  }
+}
+
+// ---- Cast stage: source → float32 ------------------------------------------------
+
+@inline function loopDecode8(src: usize, dst: usize, n: usize, k: i32): void {
+  let i: usize = 0;
+  const M = mM(k), bias = mBias(k);
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 16 <= n; i += 16) {
+      const v = v128.load(src + i);
+      const lo = i16x8.extend_low_i8x16_u(v), hi = i16x8.extend_high_i8x16_u(v);
+      const p = dst + (i << 2);
+      v128.store(p, decMiniV(i32x4.extend_low_i16x8_u(lo), M, bias, 8, k));
+      v128.store(p, decMiniV(i32x4.extend_high_i16x8_u(lo), M, bias, 8, k), 16);
+      v128.store(p, decMiniV(i32x4.extend_low_i16x8_u(hi), M, bias, 8, k), 32);
+      v128.store(p, decMiniV(i32x4.extend_high_i16x8_u(hi), M, bias, 8, k), 48);
+    }
+  }
+  for (; i < n; i++) store<u32>(dst + (i << 2), decMini(<u32>load<u8>(src + i), M, bias, 8, k));
+}
+
+/** Cast float8e4m3fn → float32 (exact; 0x7F/0xFF → NaN). */
+export function dequantizeE4m3ToF32(src: usize, dst: usize, n: usize): void {
+  loopDecode8(src, dst, n, E4M3FN);
+}
+
+function decodeF16(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const v = v128.load(src + (i << 1));
+      const p = dst + (i << 2);
+      v128.store(p, decMiniV(i32x4.extend_low_i16x8_u(v), 10, 15, 16, F16));
+      v128.store(p, decMiniV(i32x4.extend_high_i16x8_u(v), 10, 15, 16, F16), 16);
+    }
+  }
+  for (; i < n; i++) store<u32>(dst + (i << 2), decMini(<u32>load<u16>(src + (i << 1)), 10, 15, 16, F16));
+}
+
+function decodeBf16(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const v = v128.load(src + (i << 1));
+      const p = dst + (i << 2);
+      v128.store(p, i32x4.shl(i32x4.extend_low_i16x8_u(v), 16));
+      v128.store(p, i32x4.shl(i32x4.extend_high_i16x8_u(v), 16), 16);
+    }
+  }
+  for (; i < n; i++) store<u32>(dst + (i << 2), <u32>load<u16>(src + (i << 1)) << 16);
+}
+
+function decodeE8m0(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= n; i += 4) {
+      const c = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(src + i)));
+      let f = i32x4.shl(c, 23);
+      f = v128.bitselect(i32x4.splat(0x00400000), f, i32x4.eq(c, i32x4.splat(0)));
+      f = v128.bitselect(i32x4.splat(0x7FC00000), f, i32x4.eq(c, i32x4.splat(0xFF)));
+      v128.store(dst + (i << 2), f);
+    }
+  }
+  for (; i < n; i++) store<u32>(dst + (i << 2), decE8m0(<u32>load<u8>(src + i)));
+}
+
+@inline function loopIntToF32(src: usize, dst: usize, n: usize, k: i32): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (k == I8 || k == U8) {
+      for (; i + 16 <= n; i += 16) {
+        const v = v128.load(src + i);
+        const lo = k == I8 ? i16x8.extend_low_i8x16_s(v) : i16x8.extend_low_i8x16_u(v);
+        const hi = k == I8 ? i16x8.extend_high_i8x16_s(v) : i16x8.extend_high_i8x16_u(v);
+        const p = dst + (i << 2);
+        if (k == I8) {
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(lo)));
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(lo)), 16);
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(hi)), 32);
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(hi)), 48);
+        } else {
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(lo)));
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(lo)), 16);
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(hi)), 32);
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(hi)), 48);
+        }
+      }
+    } else {
+      for (; i + 8 <= n; i += 8) {
+        const v = v128.load(src + (i << 1));
+        const p = dst + (i << 2);
+        if (k == I16) {
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(v)));
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_s(v)), 16);
+        } else {
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(v)));
+          v128.store(p, f32x4.convert_i32x4_s(i32x4.extend_high_i16x8_u(v)), 16);
+        }
+      }
+    }
+  }
+  for (; i < n; i++) {
+    let v: f32;
+    if (k == I8) v = <f32>load<i8>(src + i);
+    else if (k == U8) v = <f32>load<u8>(src + i);
+    else if (k == I16) v = <f32>load<i16>(src + (i << 1));
+    else v = <f32>load<u16>(src + (i << 1));
+    store<f32>(dst + (i << 2), v);
+  }
+}
+
+/** Float4e2m1 codes (one per byte) → float32. */
+function decodeF4Bytes(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 4 <= n; i += 4) {
+      const c = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(src + i)));
+      v128.store(dst + (i << 2), decMiniV(c, 1, 1, 4, F4));
+    }
+  }
+  for (; i < n; i++) store<u32>(dst + (i << 2), decMini(<u32>load<u8>(src + i) & 15, 1, 1, 4, F4));
+}
+
+/**
+ * Cast stage: n elements of dtype `code` at src → float32 at dst, exactly. Takes every
+ * dtype whose values float32 holds exactly: float32 (copy), float16, bfloat16, the float8
+ * types, float8e8m0, float4e2m1, int8, uint8, bool, int16, uint16, int4, uint4, int2,
+ * uint2. Packed sources start at a byte boundary; `tmp` is a scratch area of n bytes for
+ * unpacking them (0 when the source is not packed).
+ */
+export function decodeToF32(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
+  switch (code) {
+    case F32: memory.copy(dst, src, n << 2); break;
+    case F16: decodeF16(src, dst, n); break;
+    case BF16: decodeBf16(src, dst, n); break;
+    case E4M3FN: loopDecode8(src, dst, n, E4M3FN); break;
+    case E4M3FNUZ: loopDecode8(src, dst, n, E4M3FNUZ); break;
+    case E5M2: loopDecode8(src, dst, n, E5M2); break;
+    case E5M2FNUZ: loopDecode8(src, dst, n, E5M2FNUZ); break;
+    case E8M0: decodeE8m0(src, dst, n); break;
+    case I8: loopIntToF32(src, dst, n, I8); break;
+    case U8: case BOOL: loopIntToF32(src, dst, n, U8); break;
+    case I16: loopIntToF32(src, dst, n, I16); break;
+    case U16: loopIntToF32(src, dst, n, U16); break;
+    case F4: unpackBits(src, tmp, n, 4, false); decodeF4Bytes(tmp, dst, n); break;
+    case I4: unpackBits(src, tmp, n, 4, true); loopIntToF32(tmp, dst, n, I8); break;
+    case U4: unpackBits(src, tmp, n, 4, false); loopIntToF32(tmp, dst, n, U8); break;
+    case I2: unpackBits(src, tmp, n, 2, true); loopIntToF32(tmp, dst, n, I8); break;
+    case U2: unpackBits(src, tmp, n, 2, false); loopIntToF32(tmp, dst, n, U8); break;
+    default: break;
+  }
+}
+
+// ---- Cast stage: float32 → target ------------------------------------------------
+
+/** float32 → integer of [lo, hi]: truncate toward zero, saturate, NaN → 0. Byte/short out. */
+@inline function loopF32ToInt(src: usize, dst: usize, n: usize, lo: i32, hi: i32, bytes: i32): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const vlo = i32x4.splat(lo), vhi = i32x4.splat(hi);
+    if (bytes == 1) {
+      for (; i + 16 <= n; i += 16) {
+        const p = src + (i << 2);
+        const a = i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p)), vhi), vlo);
+        const b = i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p, 16)), vhi), vlo);
+        const c = i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p, 32)), vhi), vlo);
+        const d = i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p, 48)), vhi), vlo);
+        const m = i32x4.splat(0xFF);
+        v128.store(dst + i, packBytes(v128.and(a, m), v128.and(b, m), v128.and(c, m), v128.and(d, m)));
+      }
+    } else if (bytes == 2) {
+      for (; i + 8 <= n; i += 8) {
+        const p = src + (i << 2);
+        const m = i32x4.splat(0xFFFF);
+        const a = v128.and(i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p)), vhi), vlo), m);
+        const b = v128.and(i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(p, 16)), vhi), vlo), m);
+        v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(a, b));
+      }
+    } else {
+      for (; i + 4 <= n; i += 4) {
+        v128.store(dst + (i << 2), i32x4.max_s(i32x4.min_s(i32x4.trunc_sat_f32x4_s(v128.load(src + (i << 2))), vhi), vlo));
+      }
+    }
+  }
+  for (; i < n; i++) {
+    const v = max<i32>(lo, min<i32>(hi, <i32>(load<f32>(src + (i << 2)))));
+    if (bytes == 1) store<u8>(dst + i, <u8>v);
+    else if (bytes == 2) store<u16>(dst + (i << 1), <u16>v);
+    else store<i32>(dst + (i << 2), v);
+  }
+}
+
+function f32ToBool(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const z = f32x4.splat(0), one = i32x4.splat(1);
+    for (; i + 16 <= n; i += 16) {
+      const p = src + (i << 2);
+      const a = v128.and(f32x4.ne(v128.load(p), z), one);
+      const b = v128.and(f32x4.ne(v128.load(p, 16), z), one);
+      const c = v128.and(f32x4.ne(v128.load(p, 32), z), one);
+      const d = v128.and(f32x4.ne(v128.load(p, 48), z), one);
+      v128.store(dst + i, packBytes(a, b, c, d));
+    }
+  }
+  for (; i < n; i++) store<u8>(dst + i, <u8>(load<f32>(src + (i << 2)) != 0));
+}
+
+/**
+ * Cast stage: n float32 values at src → dtype `code` at dst. Float targets round to
+ * nearest even (float8 saturation per `saturate`, float8e8m0 per `roundMode` 0 up,
+ * 1 down, 2 nearest); integer targets truncate toward zero and saturate to the target's
+ * range (NaN → 0); bool is x ≠ 0. Packed targets: `tmp` is scratch of n bytes.
+ */
+export function encodeFromF32(src: usize, dst: usize, n: usize, code: i32, saturate: bool, roundMode: i32, tmp: usize): void {
+  switch (code) {
+    case F32: memory.copy(dst, src, n << 2); break;
+    case F64: for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<f32>(src + (i << 2))); break;
+    case F16: encodeF16(src, dst, n); break;
+    case BF16: encodeBf16(src, dst, n); break;
+    case E4M3FN: case E4M3FNUZ: case E5M2: case E5M2FNUZ: encodeF8(src, dst, n, code, saturate); break;
+    case E8M0: encodeE8m0(src, dst, n, saturate, roundMode); break;
+    case F4: encodeF4Bytes(src, tmp, n); packBits(tmp, dst, n, 4); break;
+    case BOOL: f32ToBool(src, dst, n); break;
+    case I8: loopF32ToInt(src, dst, n, -128, 127, 1); break;
+    case U8: loopF32ToInt(src, dst, n, 0, 255, 1); break;
+    case I16: loopF32ToInt(src, dst, n, -32768, 32767, 2); break;
+    case U16: loopF32ToInt(src, dst, n, 0, 65535, 2); break;
+    case I32: loopF32ToInt(src, dst, n, i32.MIN_VALUE, i32.MAX_VALUE, 4); break;
+    case U32: for (let i: usize = 0; i < n; i++) store<u32>(dst + (i << 2), <u32>(load<f32>(src + (i << 2)))); break;
+    case I64: for (let i: usize = 0; i < n; i++) store<i64>(dst + (i << 3), <i64>(load<f32>(src + (i << 2)))); break;
+    case U64: for (let i: usize = 0; i < n; i++) store<u64>(dst + (i << 3), <u64>(load<f32>(src + (i << 2)))); break;
+    case I4: loopF32ToInt(src, tmp, n, -8, 7, 1); packBits(tmp, dst, n, 4); break;
+    case U4: loopF32ToInt(src, tmp, n, 0, 15, 1); packBits(tmp, dst, n, 4); break;
+    case I2: loopF32ToInt(src, tmp, n, -2, 1, 1); packBits(tmp, dst, n, 2); break;
+    case U2: loopF32ToInt(src, tmp, n, 0, 3, 1); packBits(tmp, dst, n, 2); break;
+    default: break;
+  }
+}
+
+function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 16 <= n; i += 16) {
+      const p = src + (i << 2);
+      const a = encodeMiniV(v128.load(p), F4, true);
+      const b = encodeMiniV(v128.load(p, 16), F4, true);
+      const c = encodeMiniV(v128.load(p, 32), F4, true);
+      const d = encodeMiniV(v128.load(p, 48), F4, true);
+      v128.store(dst + i, packBytes(a, b, c, d));
+    }
+  }
+  for (; i < n; i++) store<u8>(dst + i, <u8>encodeMini(load<f32>(src + (i << 2)), F4, true));
+}
+
+// ---- Cast stage: wide sources through float64 ------------------------------------
+
+/** int64 → float64 rounded to odd at 53 bits (exact below 2^53): drop 11 bits into a
+ *  sticky bit, so a later rounding to ≤ 51 bits is the correctly rounded result. */
+@inline function i64ToF64Odd(v: i64): f64 {
+  const big = v >= (<i64>1 << 53) || v <= -(<i64>1 << 53);
+  const t = (v >> 11) | <i64>((v & 0x7FF) != 0);
+  return select<f64>(<f64>t * 2048.0, <f64>v, big);
+}
+@inline function u64ToF64Odd(v: u64): f64 {
+  const t = (v >> 11) | <u64>((v & 0x7FF) != 0);
+  return select<f64>(<f64>t * 2048.0, <f64>v, v >= (<u64>1 << 53));
+}
+
+/**
+ * Cast stage: n elements (float32, float64, int32, uint32, int64, uint64) → float64.
+ * odd: round int64/uint64 to odd (for a second rounding to a narrower float); else
+ * round to nearest even.
+ */
+export function decodeToF64(src: usize, dst: usize, n: usize, code: i32, odd: bool): void {
+  switch (code) {
+    case F64: memory.copy(dst, src, n << 3); break;
+    case F32: for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<f32>(src + (i << 2))); break;
+    case I32: for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<i32>(src + (i << 2))); break;
+    case U32: for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<u32>(src + (i << 2))); break;
+    case I64:
+      if (odd) for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), i64ToF64Odd(load<i64>(src + (i << 3))));
+      else for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<i64>(src + (i << 3)));
+      break;
+    case U64:
+      if (odd) for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), u64ToF64Odd(load<u64>(src + (i << 3))));
+      else for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<u64>(src + (i << 3)));
+      break;
+    default: break;
+  }
+}
+
+/**
+ * float64 → float32. odd = false: round to nearest even (Inf beyond the range). odd =
+ * true: round to odd (an inexact result takes the neighbour with an odd last bit;
+ * finite values beyond the range give ±FLT_MAX), so that rounding the float32 again to
+ * ≤ 22 bits (float16, bfloat16, float8, …) equals one correct rounding of the float64
+ * (Boldo & Melquiond, "When double rounding is odd").
+ */
+export function f64ToF32(src: usize, dst: usize, n: usize, odd: bool): void {
+  for (let i: usize = 0; i < n; i++) {
+    const d = load<f64>(src + (i << 3));
+    let f = <f32>d;
+    if (odd) {
+      let b = reinterpret<u32>(f);
+      const inexact = <f64>f != d && d == d;
+      // the other neighbour of d lies toward d: magnitude −1 if |f| > |d|, else +1
+      const toward = select<u32>(b - 1, b + 1, abs<f64>(<f64>f) > abs<f64>(d));
+      b = select<u32>(toward, b, inexact && (b & 1) == 0);
+      f = reinterpret<f32>(b);
+    }
+    store<f32>(dst + (i << 2), f);
+  }
+}
+
+/** float64 → integer targets (truncate, saturate, NaN → 0) or bool (x ≠ 0). */
+export function encodeFromF64(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
+  let lo: i64 = 0, hi: i64 = 0, bytes: i32 = 1;
+  switch (code) {
+    case I8: case I4: case I2: lo = code == I8 ? -128 : code == I4 ? -8 : -2; hi = code == I8 ? 127 : code == I4 ? 7 : 1; break;
+    case U8: case U4: case U2: hi = code == U8 ? 255 : code == U4 ? 15 : 3; break;
+    case I16: lo = -32768; hi = 32767; bytes = 2; break;
+    case U16: hi = 65535; bytes = 2; break;
+    case I32: lo = i32.MIN_VALUE; hi = i32.MAX_VALUE; bytes = 4; break;
+    case U32: hi = u32.MAX_VALUE; bytes = 4; break;
+    case I64: lo = i64.MIN_VALUE; hi = i64.MAX_VALUE; bytes = 8; break;
+    case U64: bytes = 8; break;
+    case BOOL: bytes = 0; break;
+    default: return;
+  }
+  const packed = code == I4 || code == U4 || code == I2 || code == U2;
+  const out = packed ? tmp : dst;
+  for (let i: usize = 0; i < n; i++) {
+    const d = load<f64>(src + (i << 3));
+    if (bytes == 0) { store<u8>(out + i, <u8>(d != 0)); continue; }
+    if (code == U64) { store<u64>(out + (i << 3), <u64>(d)); continue; }
+    const v = max<i64>(lo, min<i64>(hi, <i64>(d)));
+    if (bytes == 1) store<u8>(out + i, <u8>v);
+    else if (bytes == 2) store<u16>(out + (i << 1), <u16>v);
+    else if (bytes == 4) store<u32>(out + (i << 2), <u32>v);
+    else store<i64>(out + (i << 3), v);
+  }
+  if (packed) packBits(tmp, dst, n, code == I4 || code == U4 ? 4 : 2);
+}
+
+// ---- Cast stage: integers through int64 (wrap-around) ----------------------------
+
+/** Integer / bool sources → int64 (sign- or zero-extended). Packed: tmp of n bytes. */
+export function decodeToI64(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
+  let s = src;
+  let c = code;
+  if (code == I4 || code == U4 || code == I2 || code == U2) {
+    unpackBits(src, tmp, n, code == I4 || code == U4 ? 4 : 2, code == I4 || code == I2);
+    s = tmp;
+    c = code == I4 || code == I2 ? I8 : U8;
+  }
+  for (let i: usize = 0; i < n; i++) {
+    let v: i64;
+    switch (c) {
+      case I8: v = <i64>load<i8>(s + i); break;
+      case U8: case BOOL: v = <i64>load<u8>(s + i); break;
+      case I16: v = <i64>load<i16>(s + (i << 1)); break;
+      case U16: v = <i64>load<u16>(s + (i << 1)); break;
+      case I32: v = <i64>load<i32>(s + (i << 2)); break;
+      case U32: v = <i64>load<u32>(s + (i << 2)); break;
+      default: v = load<i64>(s + (i << 3)); break;
+    }
+    store<i64>(dst + (i << 3), v);
+  }
+}
+
+/** int64 → integer targets keeping the low bits (two's complement wrap), or bool (≠ 0). */
+export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
+  const packed = code == I4 || code == U4 || code == I2 || code == U2;
+  const out = packed ? tmp : dst;
+  for (let i: usize = 0; i < n; i++) {
+    const v = load<i64>(src + (i << 3));
+    switch (code) {
+      case BOOL: store<u8>(out + i, <u8>(v != 0)); break;
+      case I8: case U8: case I4: case U4: case I2: case U2: store<u8>(out + i, <u8>v); break;
+      case I16: case U16: store<u16>(out + (i << 1), <u16>v); break;
+      case I32: case U32: store<u32>(out + (i << 2), <u32>v); break;
+      default: store<i64>(out + (i << 3), v); break;
+    }
+  }
+  if (packed) packBits(tmp, dst, n, code == I4 || code == U4 ? 4 : 2);
+}
+
+// ---- QuantizeLinear / DequantizeLinear ---------------------------------------------
+//
+// Folded view. x is viewed as (outer, D, inner) with D the quantization axis. The scale
+// (and zero point) of element (o, d, i) is at index o·sO + ⌊d / B⌋·sD + i·sI, with
+// sI ∈ {0, 1}: per-tensor is (1, 1, n) with all strides 0; per-axis (outer, D, inner)
+// with sD = 1; blocked (outer, D, inner) with sO = ⌈D/B⌉·inner, sD = inner, sI = 1.
+// When sI = 0, the elements of one block of rows d ∈ [kB, kB + B) are one contiguous run
+// sharing one scale: the kernels process whole runs with SIMD. Scales are float32 and
+// zero points float32 holding integers (the host converts them in scratch).
+
+/** Rounds float32 to float16 / bfloat16 precision (the division's precision when it is
+ *  a 16-bit type), returning float32. */
+@inline function roundToPrecisionV(q: v128, prec: i32): v128 {
+  if (prec == F16) return decMiniV(encodeMiniV(q, F16, false), 10, 15, 16, F16);
+  if (prec == BF16) return i32x4.shl(bf16V(q), 16);
+  return q;
+}
+@inline function roundToPrecision(q: f32, prec: i32): f32 {
+  if (prec == F16) return f16BitsToF32(f32ToF16Bits(q));
+  if (prec == BF16) return reinterpret<f32>(f32ToBf16Bits(q) << 16);
+  return q;
+}
+
+/** One quantized value (before packing) for the code `code`. lo/hi: the integer range. */
+@inline function quantOne(x: f32, s: f32, z: f32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32): u32 {
+  // the division in the precision type: operands and quotient rounded to it
+  const q = roundToPrecision(roundToPrecision(x, prec) / roundToPrecision(s, prec), prec);
+  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4) {
+    return encodeMini(q, code, code == F4 ? true : saturate);
+  }
+  // round half to even, clamp (NaN → lo, as numpy's int32 cast of NaN then clip does)
+  let t = nearest<f32>(q);
+  t = select<f32>(t, lo - z, t > lo - z);
+  t = select<f32>(t, hi - z, t < hi - z);
+  return <u32>(<i32>(t + z));
+}
+
+@inline function quantV(x: v128, s: v128, z: v128, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32): v128 {
+  const q = roundToPrecisionV(f32x4.div(roundToPrecisionV(x, prec), roundToPrecisionV(s, prec)), prec);
+  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4) {
+    return encodeMiniV(q, code, code == F4 ? true : saturate);
+  }
+  let t = f32x4.nearest(q);
+  // pmax(a, b) = a < b ? b : a: with a = lo − z a NaN t gives lo − z.
+  t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), z), t);
+  t = f32x4.pmin(f32x4.sub(f32x4.splat(hi), z), t);
+  return i32x4.trunc_sat_f32x4_s(f32x4.add(t, z));
+}
+
+/** Stores a run of quantized values: 1 byte (8-bit and unpacked sub-byte) or 2 bytes. */
+@inline function quantRun(
+  x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32,
+  code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (sI == 0) {
+      const s = f32x4.splat(load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
+      if (wide) {
+        for (; i + 8 <= len; i += 8) {
+          const p = x + (i << 2);
+          const a = quantV(v128.load(p), s, z, code, saturate, prec, lo, hi);
+          const b = quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi);
+          const m = i32x4.splat(0xFFFF);
+          v128.store(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)));
+        }
+      } else {
+        for (; i + 16 <= len; i += 16) {
+          const p = x + (i << 2);
+          const m = i32x4.splat(0xFF);
+          const a = v128.and(quantV(v128.load(p), s, z, code, saturate, prec, lo, hi), m);
+          const b = v128.and(quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi), m);
+          const c = v128.and(quantV(v128.load(p, 32), s, z, code, saturate, prec, lo, hi), m);
+          const d = v128.and(quantV(v128.load(p, 48), s, z, code, saturate, prec, lo, hi), m);
+          v128.store(y + i, packBytes(a, b, c, d));
+        }
+      }
+    } else {
+      for (; i + 4 <= len; i += 4) {
+        const s = v128.load(sp + (i << 2));
+        const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(0);
+        const r = quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi);
+        if (wide) {
+          v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
+        } else {
+          const m = v128.and(r, i32x4.splat(0xFF));
+          v128.store32_lane(y + i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(m, m), m), 0);
+        }
+      }
+    }
+  }
+  for (; i < len; i++) {
+    const off: usize = sI == 0 ? 0 : i << 2;
+    const s = load<f32>(sp + off), z = zp != 0 ? load<f32>(zp + off) : <f32>0;
+    const r = quantOne(load<f32>(x + (i << 2)), s, z, code, saturate, prec, lo, hi);
+    if (wide) store<u16>(y + (i << 1), <u16>r);
+    else store<u8>(y + i, <u8>r);
+  }
+}
+
+@inline function quantLoop(
+  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+): void {
+  const es: usize = wide ? 2 : 1;
+  const inr = <usize>inner;
+  for (let o = 0; o < outer; o++) {
+    for (let d0 = 0; d0 < D; d0 += B) {
+      const rows = min<i32>(B, D - d0);
+      const sidx = <usize>(o * sO + (d0 / B) * sD) << 2;
+      const sp = scales + sidx, zp = zps != 0 ? zps + sidx : 0;
+      const e0 = (<usize>o * <usize>D + <usize>d0) * inr;
+      if (sI == 0) {
+        quantRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
+      } else {
+        for (let r = 0; r < rows; r++) {
+          const e = e0 + <usize>r * inr;
+          quantRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * QuantizeLinear over the folded view (see above): x float32 → y codes of dtype `code`:
+ * int8/uint8/int16/uint16 written in place of y; int4/uint4/int2/uint2/float4e2m1 written
+ * one per byte (the host packs them); float8 types one per byte. y = saturate(round(x / s)
+ * + z) with round half to even (integers), or the float8/float4 rounding of x / s.
+ * prec (1, 10, 16): the precision of the division (a 16-bit scale type rounds x / s to it).
+ */
+export function quantizeF32(
+  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32,
+): void {
+  let lo: f32 = 0, hi: f32 = 0;
+  switch (code) {
+    case I8: lo = -128; hi = 127; break;
+    case U8: hi = 255; break;
+    case I16: lo = -32768; hi = 32767; break;
+    case U16: hi = 65535; break;
+    case I4: lo = -8; hi = 7; break;
+    case U4: hi = 15; break;
+    case I2: lo = -2; hi = 1; break;
+    case U2: hi = 3; break;
+    default: break;
+  }
+  const wide = code == I16 || code == U16;
+  // Specialized (constant-folded) loops for the common cases; one generic loop (code and
+  // precision read at run time, loop-invariant branches) for the rest.
+  if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false);
+  else if (prec == F32 && code == U8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, U8, saturate, F32, lo, hi, false);
+  else if (prec == F32 && code == E4M3FN) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, saturate, F32, 0, 0, false);
+  else quantGeneric(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide);
+}
+
+function quantGeneric(
+  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+): void {
+  quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate, prec, lo, hi, wide);
+}
+
+@inline function dqRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32, code: i32): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (sI == 0) {
+      const s = f32x4.splat(load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
+      if (code == I8 || code == U8) {
+        for (; i + 16 <= len; i += 16) {
+          const v = v128.load(x + i);
+          const lo = code == I8 ? i16x8.extend_low_i8x16_s(v) : i16x8.extend_low_i8x16_u(v);
+          const hi = code == I8 ? i16x8.extend_high_i8x16_s(v) : i16x8.extend_high_i8x16_u(v);
+          const p = y + (i << 2);
+          const a = f32x4.convert_i32x4_s(code == I8 ? i32x4.extend_low_i16x8_s(lo) : i32x4.extend_low_i16x8_u(lo));
+          const b = f32x4.convert_i32x4_s(code == I8 ? i32x4.extend_high_i16x8_s(lo) : i32x4.extend_high_i16x8_u(lo));
+          const c = f32x4.convert_i32x4_s(code == I8 ? i32x4.extend_low_i16x8_s(hi) : i32x4.extend_low_i16x8_u(hi));
+          const d = f32x4.convert_i32x4_s(code == I8 ? i32x4.extend_high_i16x8_s(hi) : i32x4.extend_high_i16x8_u(hi));
+          v128.store(p, f32x4.mul(f32x4.sub(a, z), s));
+          v128.store(p, f32x4.mul(f32x4.sub(b, z), s), 16);
+          v128.store(p, f32x4.mul(f32x4.sub(c, z), s), 32);
+          v128.store(p, f32x4.mul(f32x4.sub(d, z), s), 48);
+        }
+      } else {
+        for (; i + 4 <= len; i += 4) {
+          const p = y + (i << 2);
+          v128.store(p, f32x4.mul(f32x4.sub(v128.load(x + (i << 2)), z), s));
+        }
+      }
+    } else {
+      for (; i + 4 <= len; i += 4) {
+        const s = v128.load(sp + (i << 2));
+        const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(0);
+        let v: v128;
+        if (code == I8) v = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(x + i))));
+        else if (code == U8) v = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(x + i))));
+        else v = v128.load(x + (i << 2));
+        v128.store(y + (i << 2), f32x4.mul(f32x4.sub(v, z), s));
+      }
+    }
+  }
+  for (; i < len; i++) {
+    const off: usize = sI == 0 ? 0 : i << 2;
+    const s = load<f32>(sp + off), z = zp != 0 ? load<f32>(zp + off) : <f32>0;
+    let v: f32;
+    if (code == I8) v = <f32>load<i8>(x + i);
+    else if (code == U8) v = <f32>load<u8>(x + i);
+    else v = load<f32>(x + (i << 2));
+    store<f32>(y + (i << 2), (v - z) * s);
+  }
+}
+
+@inline function dqLoop(
+  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
+  sO: i32, sD: i32, sI: i32, code: i32,
+): void {
+  const es: usize = code == F32 ? 4 : 1;
+  const inr = <usize>inner;
+  for (let o = 0; o < outer; o++) {
+    for (let d0 = 0; d0 < D; d0 += B) {
+      const rows = min<i32>(B, D - d0);
+      const sidx = <usize>(o * sO + (d0 / B) * sD) << 2;
+      const sp = scales + sidx, zp = zps != 0 ? zps + sidx : 0;
+      const e0 = (<usize>o * <usize>D + <usize>d0) * inr;
+      if (sI == 0) {
+        dqRun(x + e0 * es, y + (e0 << 2), <usize>rows * inr, sp, zp, 0, code);
+      } else {
+        for (let r = 0; r < rows; r++) {
+          const e = e0 + <usize>r * inr;
+          dqRun(x + e * es, y + (e << 2), inr, sp, zp, 1, code);
+        }
+      }
+    }
+  }
+}
+
+/**
+ * DequantizeLinear over the folded view: y = (x − z) · s in float32. x is int8 (code 3),
+ * uint8 (2) or float32 (1: any other type, decoded exactly by the host first; x may then
+ * be y itself: the kernel works in place).
+ */
+export function dequantizeF32(
+  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
+  sO: i32, sD: i32, sI: i32, code: i32,
+): void {
+  if (code == I8) dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8);
+  else if (code == U8) dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, U8);
+  else dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, F32);
+}

@@ -1,4 +1,408 @@
-/** (placeholder: this family's operators land with its issue) */
-import type { OpDef } from './registry.js';
+/**
+ * Cast (ONNX 25), QuantizeLinear and DequantizeLinear (ONNX 25).
+ *
+ * Cast runs in chunks of CHUNK elements through a pivot buffer in scratch (see
+ * assembly/quant.ts): integers → integers through int64 (two's complement wrap);
+ * floats and integers → floats through float32 when the source is exact in float32,
+ * else through float64 and a round-to-odd float32, so every result is one correct
+ * rounding of the source value; floats → integers truncate toward zero and saturate.
+ * String ↔ number casts run on the host.
+ *
+ * QuantizeLinear / DequantizeLinear fold x into (outer, D, inner) around the quantization
+ * axis and make one kernel call; scales and zero points are converted to float32 first.
+ * Everything (dtypes, shapes, block sizes, scale and zero-point values) is validated before
+ * the output is allocated or anything is written.
+ */
+import { DTYPES, type DType, type DTypeInfo, findDType } from '../dtypes.js';
+import { show } from '../errors.js';
+import type { Tensor } from '../tensor.js';
+import { fail, normalizeAxis, product } from './checks.js';
+import type { AttrValue, OpContext, OpDef } from './registry.js';
 
-export const quantOps: readonly OpDef[] = [];
+/** Elements per pivot chunk (a multiple of 4 so packed types start on a byte). */
+const CHUNK = 16384;
+
+/** Dtypes whose every value float32 holds exactly. */
+const F32_EXACT = new Set<DType>([
+  'float32', 'float16', 'bfloat16', 'float8e4m3fn', 'float8e4m3fnuz', 'float8e5m2', 'float8e5m2fnuz',
+  'float8e8m0', 'float4e2m1', 'int8', 'uint8', 'bool', 'int16', 'uint16', 'int4', 'uint4', 'int2', 'uint2',
+]);
+
+const ROUND_MODES: Record<string, number> = { up: 0, down: 1, nearest: 2 };
+
+const FLOAT8 = new Set<DType>(['float8e4m3fn', 'float8e4m3fnuz', 'float8e5m2', 'float8e5m2fnuz']);
+const Q_TYPES: readonly DType[] = [
+  'int8', 'uint8', 'int16', 'uint16', 'int4', 'uint4', 'int2', 'uint2',
+  'float8e4m3fn', 'float8e4m3fnuz', 'float8e5m2', 'float8e5m2fnuz', 'float4e2m1',
+];
+const SCALE_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'float8e8m0'];
+const Q_X_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'int32'];
+const DQ_X_TYPES: readonly DType[] = [...Q_TYPES, 'int32'];
+const DQ_OUT_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
+
+const align16 = (n: number): number => Math.ceil(n / 16) * 16;
+
+function dtypeAttr(op: string, name: string, v: AttrValue): DTypeInfo | undefined {
+  if (v === undefined || v === 0) return undefined;
+  const d = findDType(v);
+  if (!d) fail('INVALID_ATTRIBUTE', `${op} attribute ${name}: expected a dtype name or ONNX TensorProto code, got ${show(v)}`);
+  return d;
+}
+
+// ---- Cast ----------------------------------------------------------------------------
+
+const isIntLike = (d: DTypeInfo): boolean => d.kind === 'int' || d.kind === 'uint' || d.kind === 'bool';
+
+/** Byte address of element `start` of a tensor (start is a multiple of 4 for packed types). */
+const addr = (t: Tensor, start: number): number => t.byteOffset + (start * t.info.bits) / 8;
+
+function castNumeric(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mode: number): void {
+  const e = ctx.exports;
+  const n = x.size;
+  const src = x.info, dst = y.info;
+  // Identity, except that saturating float8e5m2 → float8e5m2 maps ±Inf to ±max (Cast's table).
+  if (src.name === dst.name && !(saturate && src.name === 'float8e5m2')) {
+    new Uint8Array(ctx.memory.buffer).copyWithin(y.byteOffset, x.byteOffset, x.byteOffset + x.byteLength);
+    return;
+  }
+  const base = ctx.scratch(8 * CHUNK + 4 * CHUNK + CHUNK + 64);
+  const A = base, B = base + 8 * CHUNK, T = B + 4 * CHUNK;
+  const sc = src.onnx, dc = dst.onnx, sat = saturate ? 1 : 0;
+  for (let start = 0; start < n; start += CHUNK) {
+    const len = Math.min(CHUNK, n - start);
+    const s = addr(x, start), d = addr(y, start);
+    if (isIntLike(src) && (dst.kind === 'int' || dst.kind === 'uint' || dst.kind === 'bool')) {
+      e.decodeToI64(s, A, len, sc, T);
+      e.encodeFromI64(A, d, len, dc, T);
+    } else if (F32_EXACT.has(src.name)) {
+      if (dst.name === 'float32') e.decodeToF32(s, d, len, sc, T);
+      else if (src.name === 'float32') e.encodeFromF32(s, d, len, dc, sat, mode, T);
+      else {
+        e.decodeToF32(s, B, len, sc, T);
+        e.encodeFromF32(B, d, len, dc, sat, mode, T);
+      }
+    } else if (dst.name === 'float64') {
+      e.decodeToF64(s, d, len, sc, 0);
+    } else if (dst.kind === 'float') {
+      const a = src.name === 'float64' ? s : A;
+      if (a === A) e.decodeToF64(s, A, len, sc, 1);
+      if (dst.name === 'float32') e.f64ToF32(a, d, len, 0);
+      else {
+        e.f64ToF32(a, B, len, 1);
+        e.encodeFromF32(B, d, len, dc, sat, mode, T);
+      }
+    } else {
+      // float64 → integer / bool
+      e.encodeFromF64(s, d, len, dc, T);
+    }
+  }
+}
+
+/** Parses a string as ONNX Cast does: decimal / scientific numbers, [+|-]INF, NaN (any case). */
+export function parseNumber(s: string): number {
+  const t = s.trim();
+  const l = t.toLowerCase();
+  if (l === 'inf' || l === '+inf' || l === 'infinity' || l === '+infinity') return Infinity;
+  if (l === '-inf' || l === '-infinity') return -Infinity;
+  if (l === 'nan' || l === '+nan' || l === '-nan' || t === '') return NaN;
+  if (l === 'true') return 1;
+  if (l === 'false') return 0;
+  return Number(t);
+}
+
+/** Shortest decimal that reads back as the same float32 (or float64) value. */
+export function formatNumber(v: number, single: boolean): string {
+  if (Number.isNaN(v)) return 'NaN';
+  if (v === Infinity) return 'INF';
+  if (v === -Infinity) return '-INF';
+  if (Object.is(v, -0)) return '-0';
+  if (!single) return String(v);
+  for (let p = 1; p <= 9; p++) {
+    const s = Number(v.toPrecision(p));
+    if (Math.fround(s) === v) return String(s);
+  }
+  return String(v);
+}
+
+function castFromString(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mode: number): void {
+  const strs = x.data as string[];
+  const n = x.size;
+  const dst = y.info;
+  const e = ctx.exports;
+  const base = ctx.scratch(8 * CHUNK + 4 * CHUNK + CHUNK + 64);
+  const A = base, B = base + 8 * CHUNK, T = B + 4 * CHUNK;
+  const intTarget = dst.kind === 'int' || dst.kind === 'uint';
+  for (let start = 0; start < n; start += CHUNK) {
+    const len = Math.min(CHUNK, n - start);
+    const d = addr(y, start);
+    if (intTarget) {
+      const v = new BigInt64Array(ctx.memory.buffer, A, len);
+      for (let i = 0; i < len; i++) {
+        const t = strs[start + i].trim();
+        if (/^[+-]?\d+$/.test(t)) v[i] = BigInt.asIntN(64, BigInt(t));
+        else {
+          const f = Math.trunc(parseNumber(t));
+          v[i] = Number.isNaN(f) ? 0n : f >= 2 ** 63 ? 2n ** 63n - 1n : f <= -(2 ** 63) ? -(2n ** 63n) : BigInt(f);
+        }
+      }
+      e.encodeFromI64(A, d, len, dst.onnx, T);
+    } else {
+      const v = new Float64Array(ctx.memory.buffer, A, len);
+      for (let i = 0; i < len; i++) v[i] = parseNumber(strs[start + i]);
+      if (dst.name === 'float64') new Float64Array(ctx.memory.buffer, d, len).set(v);
+      else if (dst.name === 'float32') e.f64ToF32(A, d, len, 0);
+      else if (dst.kind === 'bool') e.encodeFromF64(A, d, len, dst.onnx, T);
+      else {
+        e.f64ToF32(A, B, len, 1);
+        e.encodeFromF32(B, d, len, dst.onnx, saturate ? 1 : 0, mode, T);
+      }
+    }
+  }
+}
+
+function castToString(ctx: OpContext, x: Tensor, y: Tensor): void {
+  const out = y.data as string[];
+  const n = x.size;
+  const src = x.info;
+  const e = ctx.exports;
+  const base = ctx.scratch(8 * CHUNK + 4 * CHUNK + CHUNK + 64);
+  const A = base, T = base + 12 * CHUNK;
+  for (let start = 0; start < n; start += CHUNK) {
+    const len = Math.min(CHUNK, n - start);
+    const s = addr(x, start);
+    if (src.name === 'bool') {
+      const v = new Uint8Array(ctx.memory.buffer, s, len);
+      for (let i = 0; i < len; i++) out[start + i] = v[i] ? 'True' : 'False';
+    } else if (isIntLike(src)) {
+      e.decodeToI64(s, A, len, src.onnx, T);
+      const v = src.name === 'uint64' ? new BigUint64Array(ctx.memory.buffer, A, len) : new BigInt64Array(ctx.memory.buffer, A, len);
+      for (let i = 0; i < len; i++) out[start + i] = String(v[i]);
+    } else if (src.name === 'float64') {
+      const v = new Float64Array(ctx.memory.buffer, s, len);
+      for (let i = 0; i < len; i++) out[start + i] = formatNumber(v[i], false);
+    } else {
+      e.decodeToF32(s, A, len, src.onnx, T);
+      const v = new Float32Array(ctx.memory.buffer, A, len);
+      for (let i = 0; i < len; i++) out[start + i] = formatNumber(v[i], true);
+    }
+  }
+}
+
+const cast: OpDef = {
+  name: 'Cast',
+  inputs: [{ name: 'input' }],
+  outputs: [{ name: 'output' }],
+  attributes: {
+    to: { kind: 'dtype' },
+    saturate: { kind: 'int', default: 1, values: [0, 1] },
+    round_mode: { kind: 'string', default: 'up', values: ['up', 'down', 'nearest'] },
+  },
+  run(ctx, [x], attrs, outs) {
+    const op = 'Cast';
+    if (attrs.to === undefined) fail('INVALID_ATTRIBUTE', `${op} attribute to: required (a dtype name or ONNX TensorProto code), got nothing`);
+    const to = dtypeAttr(op, 'to', attrs.to);
+    if (!to) fail('INVALID_ATTRIBUTE', `${op} attribute to: expected a dtype, got ${show(attrs.to)}`);
+    if (x!.info.kind === 'complex') fail('INVALID_DTYPE', `${op} input input: casting from ${x!.dtype} is not supported (ONNX Cast takes no complex types)`);
+    if (to.kind === 'complex') fail('INVALID_DTYPE', `${op} attribute to: casting to ${to.name} is not supported (ONNX Cast takes no complex types)`);
+    const saturate = attrs.saturate === 1;
+    const mode = ROUND_MODES[attrs.round_mode as string];
+    const [y] = ctx.prepareOutputs(op, [{ dtype: to.name, shape: x!.shape }], outs, [true], [x]);
+    if (y === null || x!.size === 0) return [y];
+    if (x!.dtype === 'string' && to.name === 'string') { const a = x!.data as string[], b = y.data as string[]; for (let i = 0; i < a.length; i++) b[i] = a[i]; }
+    else if (x!.dtype === 'string') castFromString(ctx, x!, y, saturate, mode);
+    else if (to.name === 'string') castToString(ctx, x!, y);
+    else castNumeric(ctx, x!, y, saturate, mode);
+    return [y];
+  },
+};
+
+// ---- QuantizeLinear / DequantizeLinear ---------------------------------------------------
+
+interface Fold {
+  outer: number; D: number; inner: number; B: number; sO: number; sD: number; sI: number;
+}
+
+/** Checks the scale (and zero point) shape against x, axis and block_size; returns the folded view. */
+function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAttr: number, blockSize: number): Fold {
+  const xs = x.shape, ss = scale.shape;
+  if (!Number.isInteger(blockSize) || blockSize < 0) fail('INVALID_ATTRIBUTE', `${op} attribute block_size: expected an integer >= 0, got ${blockSize}`);
+  const scaleName = `${op} input ${op === 'QuantizeLinear' ? 'y_scale' : 'x_scale'}`;
+  const scalarLike = (t: Tensor): boolean => t.rank <= 1 && t.size === 1;
+  const sameShape = zp === null || (zp.rank === scale.rank && zp.shape.every((v, i) => v === ss[i])) || (scalarLike(zp) && scalarLike(scale));
+  if (!sameShape) {
+    fail('INVALID_SHAPE', `${op} input ${op === 'QuantizeLinear' ? 'y_zero_point' : 'x_zero_point'}: expected the scale's shape ${show([...ss])}, got ${show([...zp!.shape])}`);
+  }
+  const n = x.size;
+  if (blockSize === 0) {
+    if (scale.rank <= 1 && scale.size === 1) return { outer: 1, D: 1, inner: n, B: 1, sO: 0, sD: 0, sI: 0 };
+    if (scale.rank !== 1) fail('INVALID_SHAPE', `${scaleName}: expected a scalar (per-tensor) or a 1-D tensor (per-axis) when block_size is 0, got shape ${show([...ss])}`);
+    const axis = normalizeAxis(axisAttr, x.rank, `${op} attribute axis`);
+    if (ss[0] !== xs[axis]) fail('INVALID_SHAPE', `${scaleName}: per-axis scale must have x.shape[${axis}] = ${xs[axis]} values, got ${ss[0]}`);
+    const outer = product(xs, 0, axis), D = xs[axis], inner = product(xs, axis + 1);
+    if (inner === 1) return { outer, D: 1, inner: D, B: 1, sO: 0, sD: 0, sI: 1 };
+    return { outer, D, inner, B: 1, sO: 0, sD: 1, sI: 0 };
+  }
+  if (scale.rank !== x.rank) fail('INVALID_SHAPE', `${scaleName}: blocked quantization needs a scale of x's rank ${x.rank}, got shape ${show([...ss])}`);
+  const axis = normalizeAxis(axisAttr, x.rank, `${op} attribute axis`);
+  for (let i = 0; i < xs.length; i++) {
+    if (i === axis) continue;
+    if (ss[i] !== xs[i]) fail('INVALID_SHAPE', `${scaleName}: dimension ${i} must equal x's ${xs[i]} (blocking is on axis ${axis}), got ${ss[i]} (scale ${show([...ss])}, x ${show([...xs])})`);
+  }
+  const D = xs[axis];
+  const Sb = Math.ceil(D / blockSize);
+  if (ss[axis] !== Sb) fail('INVALID_SHAPE', `${scaleName}: dimension ${axis} must be ceil(${D} / block_size ${blockSize}) = ${Sb}, got ${ss[axis]}`);
+  const outer = product(xs, 0, axis), inner = product(xs, axis + 1);
+  if (inner === 1) return { outer, D, inner: 1, B: blockSize, sO: Sb, sD: 1, sI: 0 };
+  return { outer, D, inner, B: blockSize, sO: Sb * inner, sD: inner, sI: 1 };
+}
+
+/** Scale values: finite everywhere; non-zero too when `nonZero`. */
+function checkScales(op: string, what: string, s: Tensor, nonZero: boolean): void {
+  const d = s.data as Float32Array | Uint16Array | Uint8Array;
+  for (let i = 0; i < d.length; i++) {
+    const v = d[i];
+    let finite: boolean, zero: boolean;
+    switch (s.dtype) {
+      case 'float16': finite = (v & 0x7c00) !== 0x7c00; zero = (v & 0x7fff) === 0; break;
+      case 'bfloat16': finite = (v & 0x7f80) !== 0x7f80; zero = (v & 0x7fff) === 0; break;
+      case 'float8e8m0': finite = v !== 0xff; zero = false; break;
+      default: finite = Number.isFinite(v); zero = v === 0;
+    }
+    if (!finite) fail('INVALID_VALUE', `${op} input ${what}[${i}]: expected a finite scale, got a non-finite value (bits ${s.dtype === 'float32' ? v : '0x' + v.toString(16)})`);
+    if (nonZero && zero) fail('INVALID_VALUE', `${op} input ${what}[${i}]: expected a non-zero scale, got 0`);
+  }
+}
+
+/** Float8 / float4 zero points must be zero (ONNX: they select the type, not an offset). */
+function checkFloatZeroPoint(op: string, what: string, zp: Tensor): void {
+  const t = zp.dtype;
+  const d = zp.data as Uint8Array;
+  for (let i = 0; i < zp.size; i++) {
+    let code: number;
+    if (t === 'float4e2m1') code = (d[i >> 1] >> ((i & 1) * 4)) & 0xf;
+    else code = d[i];
+    const isZero = t === 'float4e2m1' ? (code & 7) === 0 : FLOAT8.has(t) && t.endsWith('fnuz') ? code === 0 : (code & 0x7f) === 0;
+    if (!isZero) fail('INVALID_VALUE', `${op} input ${what}[${i}]: a ${t} zero point must be 0, got bits 0x${code.toString(16)}`);
+  }
+}
+
+const PRECISION: Record<string, number> = { float32: 1, float16: 10, bfloat16: 16 };
+
+/** Converts scales (and integer zero points) to float32 in scratch; returns pointers. */
+function scaleZpPointers(ctx: OpContext, base: number, scale: Tensor, zp: Tensor | null, useZp: boolean): { sPtr: number; zPtr: number; next: number } {
+  const count = scale.size;
+  const sPtr = base;
+  const zPtr = useZp ? sPtr + align16(count * 4) : 0;
+  const tmp = (useZp ? zPtr : sPtr) + align16(count * 4);
+  ctx.exports.decodeToF32(scale.byteOffset, sPtr, count, scale.info.onnx, tmp);
+  if (useZp) {
+    if (zp!.dtype === 'int32') new Float32Array(ctx.memory.buffer, zPtr, count).set(zp!.data as Int32Array);
+    else ctx.exports.decodeToF32(zp!.byteOffset, zPtr, count, zp!.info.onnx, tmp);
+  }
+  return { sPtr, zPtr, next: tmp + align16(count) };
+}
+
+const quantizeLinear: OpDef = {
+  name: 'QuantizeLinear',
+  inputs: [{ name: 'x' }, { name: 'y_scale' }, { name: 'y_zero_point', optional: true }],
+  outputs: [{ name: 'y' }],
+  attributes: {
+    axis: { kind: 'int', default: 1 },
+    block_size: { kind: 'int', default: 0 },
+    saturate: { kind: 'int', default: 1, values: [0, 1] },
+    output_dtype: { kind: 'dtype' },
+    precision: { kind: 'dtype' },
+  },
+  run(ctx, [x, scale, zp], attrs, outs) {
+    const op = 'QuantizeLinear';
+    if (!Q_X_TYPES.includes(x!.dtype)) fail('INVALID_DTYPE', `${op} input x: expected ${Q_X_TYPES.join(', ')}, got ${x!.dtype}`);
+    if (!SCALE_TYPES.includes(scale!.dtype)) fail('INVALID_DTYPE', `${op} input y_scale: expected ${SCALE_TYPES.join(', ')}, got ${scale!.dtype}`);
+    const od = dtypeAttr(op, 'output_dtype', attrs.output_dtype);
+    if (od && zp && od.name !== zp.dtype) fail('INVALID_DTYPE', `${op} input y_zero_point: its dtype must equal output_dtype ${od.name}, got ${zp.dtype}`);
+    const out = (zp?.info ?? od ?? DTYPES.uint8).name;
+    if (!Q_TYPES.includes(out)) fail('INVALID_DTYPE', `${op} ${zp ? 'input y_zero_point' : 'attribute output_dtype'}: expected a quantized type (${Q_TYPES.join(', ')}), got ${out}`);
+    const pd = dtypeAttr(op, 'precision', attrs.precision);
+    if (pd && PRECISION[pd.name] === undefined) fail('INVALID_ATTRIBUTE', `${op} attribute precision: expected float32, float16 or bfloat16, got ${pd.name}`);
+    const fold = foldFor(op, x!, scale!, zp, attrs.axis as number, attrs.block_size as number);
+    checkScales(op, 'y_scale', scale!, true);
+    const floatOut = FLOAT8.has(out) || out === 'float4e2m1';
+    if (zp && floatOut) checkFloatZeroPoint(op, 'y_zero_point', zp);
+    const prec = pd ? PRECISION[pd.name] : x!.dtype === scale!.dtype && (x!.dtype === 'float16' || x!.dtype === 'bfloat16') ? PRECISION[x!.dtype] : 1;
+
+    const n = x!.size;
+    const count = scale!.size;
+    const bits = DTYPES[out].bits;
+    const needX = x!.dtype !== 'float32';
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + 64;
+    const base = ctx.scratch(scratchBytes);
+    const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
+    if (y === null || n === 0) return [y];
+    const useZp = zp !== null && !floatOut;
+    const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
+    let xPtr = x!.byteOffset;
+    let p = next;
+    if (needX) {
+      xPtr = p;
+      p += align16(n * 4);
+      if (x!.dtype === 'int32') new Float32Array(ctx.memory.buffer, xPtr, n).set(x!.data as Int32Array);
+      else ctx.exports.decodeToF32(x!.byteOffset, xPtr, n, x!.info.onnx, 0);
+    }
+    const yPtr = bits < 8 ? p : y.byteOffset;
+    const f = fold;
+    ctx.exports.quantizeF32(xPtr, yPtr, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, DTYPES[out].onnx, attrs.saturate === 1 ? 1 : 0, prec);
+    if (bits < 8) ctx.exports.packBits(yPtr, y.byteOffset, n, bits);
+    return [y];
+  },
+};
+
+const dequantizeLinear: OpDef = {
+  name: 'DequantizeLinear',
+  inputs: [{ name: 'x' }, { name: 'x_scale' }, { name: 'x_zero_point', optional: true }],
+  outputs: [{ name: 'y' }],
+  attributes: {
+    axis: { kind: 'int', default: 1 },
+    block_size: { kind: 'int', default: 0 },
+    output_dtype: { kind: 'dtype' },
+  },
+  run(ctx, [x, scale, zp], attrs, outs) {
+    const op = 'DequantizeLinear';
+    if (!DQ_X_TYPES.includes(x!.dtype)) fail('INVALID_DTYPE', `${op} input x: expected ${DQ_X_TYPES.join(', ')}, got ${x!.dtype}`);
+    if (!SCALE_TYPES.includes(scale!.dtype)) fail('INVALID_DTYPE', `${op} input x_scale: expected ${SCALE_TYPES.join(', ')}, got ${scale!.dtype}`);
+    if (zp && zp.dtype !== x!.dtype) fail('INVALID_DTYPE', `${op} input x_zero_point: expected x's dtype ${x!.dtype}, got ${zp.dtype}`);
+    const od = dtypeAttr(op, 'output_dtype', attrs.output_dtype);
+    const out: DType = od ? od.name : scale!.dtype === 'float8e8m0' ? 'float32' : scale!.dtype;
+    if (!DQ_OUT_TYPES.includes(out)) fail('INVALID_DTYPE', `${op} attribute output_dtype: expected ${DQ_OUT_TYPES.join(', ')}, got ${out}`);
+    const fold = foldFor(op, x!, scale!, zp, attrs.axis as number, attrs.block_size as number);
+    checkScales(op, 'x_scale', scale!, false);
+    const floatIn = FLOAT8.has(x!.dtype) || x!.dtype === 'float4e2m1';
+    if (zp && floatIn) checkFloatZeroPoint(op, 'x_zero_point', zp);
+
+    const n = x!.size;
+    const count = scale!.size;
+    const direct = x!.dtype === 'int8' || x!.dtype === 'uint8';
+    const needY32 = out !== 'float32';
+    const bits = x!.info.bits;
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + 64;
+    const base = ctx.scratch(scratchBytes);
+    const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
+    if (y === null || n === 0) return [y];
+    const useZp = zp !== null && !floatIn;
+    const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
+    let p = next;
+    const y32 = needY32 ? p : y.byteOffset;
+    if (needY32) p += align16(n * 4);
+    let xPtr = x!.byteOffset, code = x!.info.onnx;
+    if (!direct) {
+      if (x!.dtype === 'int32') new Float32Array(ctx.memory.buffer, y32, n).set(x!.data as Int32Array);
+      else ctx.exports.decodeToF32(x!.byteOffset, y32, n, x!.info.onnx, p);
+      xPtr = y32;
+      code = 1;
+    }
+    const f = fold;
+    ctx.exports.dequantizeF32(xPtr, y32, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, code);
+    if (needY32) ctx.exports.encodeFromF32(y32, y.byteOffset, n, y.info.onnx, 1, 0, 0);
+    return [y];
+  },
+};
+
+export const quantOps: readonly OpDef[] = [cast, quantizeLinear, dequantizeLinear];
