@@ -1,6 +1,7 @@
 // The decode loop: tokens/s of the demo's forward pass (embedded tiny model and a
 // stories15M-shaped model with random weights), one decode step of the KV cache
-// (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096), and the
+// (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096) per cache dtype
+// and attend kernel (TRT_Attention through ek.run, or the builtin attendF32/F16/BF16), and the
 // classifier matrix-vector product. Peers in the same run: onnxruntime (web: wasm, 1
 // thread; node: 1 intra-op thread) on the single operators it can run from h.onnxModel
 // (MatMul for the classifier; Attention-23 with past_key/past_value for the decode step).
@@ -68,7 +69,6 @@ export default async function (h) {
   // ---- decode step of the cache: append 1 token + attend, one layer -----------------
   {
     const Hq = 32, Hkv = 8, D = 128, L = 4096;
-    const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L });
     const k = ek.tensor('float32', [1, Hkv, 1, D]), v = ek.tensor('float32', [1, Hkv, 1, D]);
     const q = ek.tensor('float32', [1, Hq, 1, D]), out = ek.tensor('float32', [1, Hq, 1, D]);
     k.data.forEach((_, i, a) => { a[i] = Math.cos(i) * 0.1; });
@@ -76,15 +76,23 @@ export default async function (h) {
     q.data.forEach((_, i, a) => { a[i] = Math.sin(i) * 0.1; });
     const mask = { dtype: 'int32', shape: [1, L], data: new Int32Array(L).fill(1) };
     mask.data[L - 1] = 0;
-    cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
-    const step = () => {
-      cache.append(0, k, v);
-      cache.attend(0, q, { out });
-      cache.reset(); cache.setLengthsFromMask(mask);
-    };
-    const bytes = 2 * Hkv * L * D * 4;
     const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, float32 cache`;
-    h.emit({ suite: 'kvcache decode', case: name, impl: 'edgekernels', stats: await h.time(step, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D });
+    for (const dtype of ['float32', 'float16', 'bfloat16']) {
+      const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
+      cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
+      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : 2);
+      for (const impl of ['TRT_Attention', 'builtin']) {
+        const step = () => {
+          cache.append(0, k, v);
+          cache.attend(0, q, { out, impl });
+          cache.reset(); cache.setLengthsFromMask(mask);
+        };
+        const label = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, ${dtype} cache`;
+        h.emit({ suite: 'kvcache decode', case: label, impl: impl === 'builtin' ? 'edgekernels-builtin' : 'edgekernels', stats: await h.time(step, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: `attend impl ${impl}` });
+      }
+      cache.dispose();
+    }
+    const bytes = 2 * Hkv * L * D * 4;
     // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
     const model = h.onnxModel({
       op: 'Attention', opset: 23,
@@ -111,6 +119,6 @@ export default async function (h) {
         console.error(`# ort-${impl} Attention-23: ${e.message.split('\n')[0]}`);
       }
     }
-    cache.dispose(); k.dispose(); v.dispose(); q.dispose(); out.dispose();
+    k.dispose(); v.dispose(); q.dispose(); out.dispose();
   }
 }
