@@ -14,6 +14,7 @@ import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { dirname, extname, join, normalize, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { tmpdir } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { EXACT_OPS, FLOAT_TOLERANCE } from './suite.mjs';
 
@@ -44,7 +45,7 @@ function loadCases() {
 /** Runs a command with a time limit; resolves { code, stdout, stderr, timedOut }. */
 function runProcess(cmd, args, { timeoutMs = 60_000, env = {} } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, HOME: process.env.HOME || tmpdir(), NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '', stderr = '', timedOut = false;
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
