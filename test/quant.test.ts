@@ -1,0 +1,320 @@
+/**
+ * QuantizeLinear / DequantizeLinear (ONNX 25): conformance files, fast-check properties
+ * against the plain reference (per-tensor, per-axis, blocked; every quantized type;
+ * float32 / float16 / bfloat16 scales and inputs), round trips, bad inputs.
+ */
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { type Kernels, conformanceCases, expectConformant, expectKernelError, init, memorySnapshot } from './helpers';
+import {
+  FORMATS, INT_RANGES, decodeMini, dequantizeValue, encodeF16, encodeMini, f32Bits, pack, quantizeValue, scaleIndex, unpack,
+} from './ref/quant';
+
+let ek: Kernels;
+beforeAll(async () => {
+  ek = await init();
+});
+
+const Q_TYPES = [
+  'int8', 'uint8', 'int16', 'uint16', 'int4', 'uint4', 'int2', 'uint2',
+  'float8e4m3fn', 'float8e4m3fnuz', 'float8e5m2', 'float8e5m2fnuz', 'float4e2m1',
+] as const;
+type QType = (typeof Q_TYPES)[number];
+type FType = 'float32' | 'float16' | 'bfloat16';
+const isFloatQ = (t: string): boolean => t.startsWith('float');
+const subBits = (t: string): number => (t === 'int4' || t === 'uint4' || t === 'float4e2m1' ? 4 : t === 'int2' || t === 'uint2' ? 2 : 0);
+
+/** Encodes numbers as data of a float dtype (bit patterns for 16-bit types); returns data and the exact values. */
+function floatData(dtype: FType, xs: number[]): { data: unknown; values: number[] } {
+  if (dtype === 'float32') {
+    const d = Float32Array.from(xs);
+    return { data: d, values: Array.from(d) };
+  }
+  const F = FORMATS[dtype];
+  const codes = xs.map((x) => (dtype === 'float16' ? encodeF16(x, f32Bits(x)) : encodeMini(F, x, false)));
+  return { data: Uint16Array.from(codes), values: codes.map((c) => decodeMini(F, c)) };
+}
+
+/** Codes of quantized values (numbers) → package data (packed for sub-byte types). */
+function qData(t: QType, codes: number[]): unknown {
+  const b = subBits(t);
+  if (b) return pack(codes, b);
+  return codes;
+}
+function qValue(t: QType, code: number): number {
+  if (isFloatQ(t)) return decodeMini(FORMATS[t], code);
+  const b = subBits(t) || (t.endsWith('16') ? 16 : 8);
+  if (t.startsWith('int') && code >= 2 ** (b - 1)) return code - 2 ** b;
+  return code;
+}
+function outCodes(t: string, data: ArrayLike<number>, n: number): number[] {
+  const b = subBits(t);
+  if (b) return unpack(data, n, b);
+  const arr = Array.from(data);
+  return t === 'int8' || t === 'int16' ? arr : arr.map((v) => v);
+}
+function storedCode(t: QType, v: number): number {
+  const b = subBits(t);
+  if (b) return v & ((1 << b) - 1);
+  return v;
+}
+
+describe('QuantizeLinear / DequantizeLinear conformance', () => {
+  const cases = conformanceCases(['test_quantizelinear', 'test_dequantizelinear']);
+  it('has conformance files', () => expect(cases.length).toBeGreaterThan(0));
+  for (const c of cases) {
+    it(c.file, () => {
+      const inputs = c.inputs.map((t) => t && { dtype: t.dtype, shape: t.shape, data: t.data });
+      const outs = ek.run(c.op, inputs as never, c.attributes);
+      c.outputs.forEach((w, i) => w && expectConformant(outs[i] as never, w, `${c.name} output ${i}`));
+      for (const o of outs) (o as { dispose?: () => void } | null)?.dispose?.();
+    });
+  }
+});
+
+interface Setup {
+  shape: number[];
+  mode: 'tensor' | 'axis' | 'block';
+  axis: number;
+  block: number;
+  scaleShape: number[];
+}
+
+const setupArb: fc.Arbitrary<Setup> = fc
+  .record({
+    shape: fc.array(fc.integer({ min: 1, max: 6 }), { minLength: 1, maxLength: 4 }),
+    long: fc.integer({ min: 0, max: 3 }),
+    longLen: fc.integer({ min: 7, max: 40 }),
+    mode: fc.constantFrom('tensor' as const, 'axis' as const, 'block' as const),
+    axisPick: fc.integer({ min: 0, max: 7 }),
+    neg: fc.boolean(),
+    block: fc.integer({ min: 1, max: 5 }),
+  })
+  .map(({ shape, long, longLen, mode, axisPick, neg, block }) => {
+    const s = shape.slice();
+    s[long % s.length] = longLen; // one long dimension: SIMD bodies and tails
+    const r = s.length;
+    const a = axisPick % r;
+    const axis = neg ? a - r : a;
+    let scaleShape: number[] = [];
+    if (mode === 'axis') scaleShape = [s[a]];
+    if (mode === 'block') scaleShape = s.map((d, i) => (i === a ? Math.ceil(d / block) : d));
+    return { shape: s, mode, axis: a === axis ? axis : axis, block, scaleShape };
+  });
+
+const size = (s: number[]): number => s.reduce((a, b) => a * b, 1);
+const normAxis = (axis: number, r: number): number => (axis < 0 ? axis + r : axis);
+
+describe('QuantizeLinear against the reference (fast-check)', () => {
+  it('per-tensor, per-axis and blocked; every quantized type; float32/float16/bfloat16 x and scales', () => {
+    fc.assert(
+      fc.property(
+        setupArb,
+        fc.constantFrom(...Q_TYPES),
+        fc.constantFrom<FType>('float32', 'float16', 'bfloat16'),
+        fc.constantFrom<FType>('float32', 'float16', 'bfloat16'),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 1 }),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        (st, out, xType, sType, withZp, saturate, seed) => {
+          let rnd = seed;
+          const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+          const n = size(st.shape);
+          const ns = size(st.scaleShape);
+          const range = isFloatQ(out) ? 600 : Number(INT_RANGES[out][1]) * 3;
+          const xs = Array.from({ length: n }, (_, i) => (i % 17 === 5 ? 2.5 : i % 23 === 7 ? -0.5 : (next() * 2 - 1) * range));
+          const ss = Array.from({ length: ns }, () => 0.25 + next() * 4);
+          const x = floatData(xType, xs);
+          const s = floatData(sType, ss);
+          const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);
+          const zps = Array.from({ length: ns }, () => (isFloatQ(out) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+          const zp = withZp ? { dtype: out, shape: st.scaleShape, data: qData(out, zps.map((z) => storedCode(out, z))) } : null;
+          const attrs: Record<string, unknown> = { axis: st.axis, saturate, block_size: st.mode === 'block' ? st.block : 0 };
+          if (!withZp) attrs.output_dtype = out;
+          const [y] = ek.run('QuantizeLinear', [{ dtype: xType, shape: st.shape, data: x.data }, { dtype: sType, shape: st.scaleShape, data: s.data }, zp], attrs) as [{ dtype: string; data: Uint8Array; dispose(): void }];
+          expect(y.dtype).toBe(out);
+          const got = outCodes(out, y.data, n);
+          y.dispose();
+          const prec = xType === sType && xType !== 'float32' ? xType : 'float32';
+          const a = normAxis(st.axis, st.shape.length);
+          for (let i = 0; i < n; i++) {
+            const si = scaleIndex(st.shape, i, st.scaleShape, a, st.mode === 'block' ? st.block : 0);
+            const want = storedCode(out, quantizeValue(x.values[i], s.values[si], withZp ? zps[si] : 0, out, saturate === 1, prec));
+            if (got[i] !== want) {
+              expect.fail(`${out} ${xType}/${sType} ${st.mode} shape ${st.shape} axis ${st.axis} block ${st.block} [${i}]: x ${x.values[i]} s ${s.values[si]} zp ${withZp ? zps[si] : 0} → got ${got[i]}, want ${want}`);
+            }
+          }
+        },
+      ),
+      { seed: 4242, numRuns: 150 },
+    );
+  });
+
+  it('rounds half to even and saturates at the integer ranges (NaN → the minimum)', () => {
+    const xs = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1000, -1000, NaN, Infinity, -Infinity];
+    const cases: [string, number[]][] = [
+      ['int8', [0, 2, 2, 0, -2, -2, 127, -128, -128, 127, -128]],
+      ['uint8', [0, 2, 2, 0, 0, 0, 255, 0, 0, 255, 0]],
+      ['int16', [0, 2, 2, 0, -2, -2, 1000, -1000, -32768, 32767, -32768]],
+      ['uint16', [0, 2, 2, 0, 0, 0, 1000, 0, 0, 65535, 0]],
+    ];
+    for (const [t, want] of cases) {
+      const [y] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [xs.length], data: xs }, { dtype: 'float32', shape: [], data: [1] }], { output_dtype: t }) as [{ data: ArrayLike<number> }];
+      expect(Array.from(y.data), t).toEqual(want);
+    }
+    const [y4] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [5], data: [7.5, -8.5, 2.5, 100, -3] }, { dtype: 'float32', shape: [], data: [1] }], { output_dtype: 'int4' }) as [{ data: Uint8Array }];
+    expect(unpack(y4.data, 5, 4)).toEqual([7, 8, 2, 7, 13]);
+    const [y2] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [5], data: [0.5, 1.5, -5, 7, 2.4] }, { dtype: 'float32', shape: [], data: [1] }], { output_dtype: 'uint2' }) as [{ data: Uint8Array }];
+    expect(unpack(y2.data, 5, 2)).toEqual([0, 2, 0, 3, 2]);
+  });
+
+  it('float8 saturate=0 gives NaN / Inf beyond the range; float4e2m1 saturates', () => {
+    const xs = [1000, -1000, 1e6, 3];
+    const run = (t: string, saturate: number) => Array.from((ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [4], data: xs }, { dtype: 'float32', shape: [], data: [2] }], { output_dtype: t, saturate })[0] as { data: Uint8Array }).data);
+    expect(run('float8e4m3fn', 1)).toEqual([0x7e, 0xfe, 0x7e, 0x3c]);
+    expect(run('float8e4m3fn', 0)).toEqual([0x7f, 0xff, 0x7f, 0x3c]);
+    expect(run('float8e5m2', 0)).toEqual([0x60, 0xe0, 0x7c, 0x3e]);
+    expect(run('float8e4m3fnuz', 0)).toEqual([0x80, 0x80, 0x80, 0x44]);
+    expect(unpack(run('float4e2m1', 0), 4, 4)).toEqual([7, 15, 7, 3]);
+  });
+
+  it('float16 / bfloat16 division precision when x and the scale share it; precision attribute overrides', () => {
+    // 1537 / 0.75 = 2049.33…: float32 rounds it to 2049, float16 (ulp 2 there) to 2050
+    const x = floatData('float16', [1537, -1537]);
+    const s = floatData('float16', [0.75]);
+    const [y] = ek.run('QuantizeLinear', [{ dtype: 'float16', shape: [2], data: x.data }, { dtype: 'float16', shape: [], data: s.data }], { output_dtype: 'int16' }) as [{ data: Int16Array }];
+    expect(Array.from(y.data)).toEqual([2050, -2050]);
+    const [y32] = ek.run('QuantizeLinear', [{ dtype: 'float16', shape: [2], data: x.data }, { dtype: 'float16', shape: [], data: s.data }], { output_dtype: 'int16', precision: 'float32' }) as [{ data: Int16Array }];
+    expect(Array.from(y32.data)).toEqual([2049, -2049]);
+    const x32 = [1537.5];
+    const [a] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [1], data: x32 }, { dtype: 'float32', shape: [], data: [1] }], { output_dtype: 'int16' }) as [{ data: Int16Array }];
+    expect(a.data[0]).toBe(1538);
+    const [b] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [1], data: x32 }, { dtype: 'float32', shape: [], data: [1] }], { output_dtype: 'int16', precision: 'bfloat16' }) as [{ data: Int16Array }];
+    expect(b.data[0]).toBe(1536);
+    const [c] = ek.run('QuantizeLinear', [{ dtype: 'int32', shape: [3], data: [300, -7, 12] }, { dtype: 'float32', shape: [], data: [2] }], { output_dtype: 'int8' }) as [{ data: Int8Array }];
+    expect(Array.from(c.data)).toEqual([127, -4, 6]);
+  });
+});
+
+describe('DequantizeLinear against the reference (fast-check)', () => {
+  it('per-tensor, per-axis and blocked; every quantized type; float32/float16/bfloat16 scales and outputs', () => {
+    fc.assert(
+      fc.property(
+        setupArb,
+        fc.constantFrom(...Q_TYPES),
+        fc.constantFrom<FType>('float32', 'float16', 'bfloat16'),
+        fc.option(fc.constantFrom<FType>('float32', 'float16', 'bfloat16'), { nil: undefined }),
+        fc.boolean(),
+        fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+        (st, t, sType, outType, withZp, seed) => {
+          let rnd = seed;
+          const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+          const n = size(st.shape);
+          const ns = size(st.scaleShape);
+          const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
+          const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
+          const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int8' ? codes.map((c) => (c >= 128 ? c - 256 : c)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+          const s = floatData(sType, Array.from({ length: ns }, () => (next() - 0.3) * 8));
+          const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
+          const zps = Array.from({ length: ns }, () => (isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+          const zp = withZp ? { dtype: t, shape: st.scaleShape, data: qData(t, zps.map((z) => storedCode(t, z))) } : null;
+          const attrs: Record<string, unknown> = { axis: st.axis, block_size: st.mode === 'block' ? st.block : 0 };
+          if (outType) attrs.output_dtype = outType;
+          const [y] = ek.run('DequantizeLinear', [{ dtype: t, shape: st.shape, data: xData }, { dtype: sType, shape: st.scaleShape, data: s.data }, zp], attrs) as [{ dtype: string; data: ArrayLike<number>; dispose(): void }];
+          const o = outType ?? sType;
+          expect(y.dtype).toBe(o);
+          const got = Array.from(y.data);
+          y.dispose();
+          const a = normAxis(st.axis, st.shape.length);
+          for (let i = 0; i < n; i++) {
+            const si = scaleIndex(st.shape, i, st.scaleShape, a, st.mode === 'block' ? st.block : 0);
+            const v = dequantizeValue(qValue(t, codes[i]), s.values[si], withZp ? zps[si] : 0);
+            const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
+            const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
+            if (!same) expect.fail(`${t} → ${o} ${st.mode} shape ${st.shape} axis ${st.axis} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${withZp ? zps[si] : 0} → got ${got[i]}, want ${want}`);
+          }
+        },
+      ),
+      { seed: 777, numRuns: 150 },
+    );
+  });
+
+  it('quantize then dequantize stays within half a step for in-range values', () => {
+    fc.assert(
+      fc.property(
+        fc.array(fc.float({ min: -100, max: 100, noNaN: true }), { minLength: 1, maxLength: 70 }),
+        fc.float({ min: Math.fround(0.5), max: Math.fround(2), noNaN: true }),
+        fc.integer({ min: -20, max: 20 }),
+        (xs, s, z) => {
+          const [q] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [xs.length], data: xs }, { dtype: 'float32', shape: [], data: [s] }, { dtype: 'int8', shape: [], data: [z] }]);
+          const [d] = ek.run('DequantizeLinear', [q, { dtype: 'float32', shape: [], data: [s] }, { dtype: 'int8', shape: [], data: [z] }]) as [{ data: Float32Array; dispose(): void }];
+          xs.forEach((x, i) => {
+            const clamped = Math.min((127 - z) * s, Math.max((-128 - z) * s, x));
+            expect(Math.abs(d.data[i] - clamped)).toBeLessThanOrEqual(s / 2 + 1e-4 * Math.abs(x) + 1e-6);
+          });
+          (q as { dispose(): void }).dispose();
+          d.dispose();
+        },
+      ),
+      { seed: 99, numRuns: 100 },
+    );
+  });
+});
+
+describe('QuantizeLinear / DequantizeLinear bad input: KernelError, nothing written', () => {
+  it('rejects each invalid input with memory unchanged', () => {
+    const x = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, i) => i - 12));
+    const s3 = ek.tensor('float32', [3], [1, 2, 3]);
+    const s4 = ek.tensor('float32', [4], [1, 2, 3, 4]);
+    const s0 = ek.tensor('float32', [], [0]);
+    const sNaN = ek.tensor('float32', [], [NaN]);
+    const sInf = ek.tensor('float16', [], [0x7c00]);
+    const s1 = ek.tensor('float32', [], [1]);
+    const zp8 = ek.tensor('int8', [], [0]);
+    const zpu3 = ek.tensor('uint8', [2], [0, 0]);
+    const zpf8 = ek.tensor('float8e4m3fn', [], [0x38]);
+    const zpf8uz = ek.tensor('float8e4m3fnuz', [], [0x80]);
+    const sb = ek.tensor('float32', [2, 2, 4], Array(16).fill(1));
+    const sb2 = ek.tensor('float32', [2, 3, 3], Array(18).fill(1));
+    const xi = ek.tensor('int8', [2, 3, 4]);
+    const xd = ek.tensor('float64', [2]);
+    const sD = ek.tensor('float64', [], [1]);
+    const y = ek.tensor('uint8', [2, 3, 4]);
+    const yBad = ek.tensor('int8', [2, 3, 4]);
+    const before = memorySnapshot(ek);
+    const live = ek.stats().tensorsLive;
+    const Q = 'QuantizeLinear', DQ = 'DequantizeLinear';
+    expectKernelError(() => ek.run(Q, [x, s4], { axis: 1 }), 'INVALID_SHAPE', /y_scale.*3.*4/);
+    expectKernelError(() => ek.run(Q, [x, s3], { axis: 3 }), 'INVALID_ATTRIBUTE', /axis/);
+    expectKernelError(() => ek.run(Q, [x, s3], { axis: 2 }), 'INVALID_SHAPE', /y_scale/);
+    expectKernelError(() => ek.run(Q, [x, sb], { axis: 1, block_size: 1 }), 'INVALID_SHAPE', /y_scale.*ceil\(3 \/ block_size 1\) = 3/);
+    expectKernelError(() => ek.run(Q, [x, sb2], { axis: 2, block_size: 1 }), 'INVALID_SHAPE', /dimension 2/);
+    expectKernelError(() => ek.run(Q, [x, sb2], { axis: 2, block_size: 2 }), 'INVALID_SHAPE', /y_scale/);
+    expectKernelError(() => ek.run(Q, [x, s3], { axis: 1, block_size: -1 }), 'INVALID_ATTRIBUTE', /block_size/);
+    expectKernelError(() => ek.run(Q, [x, s0]), 'INVALID_VALUE', /non-zero/);
+    expectKernelError(() => ek.run(Q, [x, sNaN]), 'INVALID_VALUE', /finite/);
+    expectKernelError(() => ek.run(Q, [x, sInf]), 'INVALID_VALUE', /finite/);
+    expectKernelError(() => ek.run(DQ, [xi, sInf]), 'INVALID_VALUE', /finite/);
+    expectKernelError(() => ek.run(Q, [x, s1, zp8], { output_dtype: 'uint8' }), 'INVALID_DTYPE', /output_dtype/);
+    expectKernelError(() => ek.run(Q, [x, s1, zpu3]), 'INVALID_SHAPE', /y_zero_point/);
+    expectKernelError(() => ek.run(Q, [x, s1, zpf8]), 'INVALID_VALUE', /zero point/);
+    expectKernelError(() => ek.run(Q, [x, s1, zpf8uz]), 'INVALID_VALUE', /zero point/);
+    expectKernelError(() => ek.run(Q, [x, s1], { output_dtype: 'int32' }), 'INVALID_DTYPE', /quantized type/);
+    expectKernelError(() => ek.run(Q, [x, s1], { output_dtype: 'nope' }), 'INVALID_ATTRIBUTE', /output_dtype/);
+    expectKernelError(() => ek.run(Q, [x, s1], { saturate: 3 }), 'INVALID_ATTRIBUTE', /saturate/);
+    expectKernelError(() => ek.run(Q, [x, s1], { precision: 'int8' }), 'INVALID_ATTRIBUTE', /precision/);
+    expectKernelError(() => ek.run(Q, [xd, s1]), 'INVALID_DTYPE', /input x/);
+    expectKernelError(() => ek.run(Q, [x, sD]), 'INVALID_DTYPE', /y_scale/);
+    expectKernelError(() => ek.run(Q, [x, s1], {}, { outputs: [yBad] }), 'INVALID_SHAPE', /outputs\[0\]/);
+    expectKernelError(() => ek.run(DQ, [xi, s1, zpu3]), 'INVALID_DTYPE', /x_zero_point/);
+    expectKernelError(() => ek.run(DQ, [x, s1]), 'INVALID_DTYPE', /input x/);
+    expectKernelError(() => ek.run(DQ, [xi, s1], { output_dtype: 'int8' }), 'INVALID_DTYPE', /output_dtype/);
+    expectKernelError(() => ek.run(DQ, [xi, s4], { axis: 1 }), 'INVALID_SHAPE', /x_scale/);
+    expect(Buffer.from(memorySnapshot(ek)).equals(Buffer.from(before))).toBe(true);
+    expect(ek.stats().tensorsLive).toBe(live);
+    // and a valid call into a given output works
+    ek.run(Q, [x, s1], {}, { outputs: [y] });
+    expect(Array.from(y.data as Uint8Array).slice(10, 15)).toEqual([0, 0, 0, 1, 2]);
+    for (const t of [x, s3, s4, s0, sNaN, sInf, s1, zp8, zpu3, zpf8, zpf8uz, sb, sb2, xi, xd, sD, y, yBad]) t.dispose();
+  });
+});
