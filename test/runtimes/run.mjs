@@ -26,7 +26,7 @@ const CASES_DIR = process.env.EK_CONFORMANCE_DIR ?? join(root, '..', 'shared', '
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
-let passed = 0, failed = 0;
+let passed = 0, failed = 0, skipped = 0;
 const failures = [];
 function record(name, ok, detail = '') {
   if (ok) passed++;
@@ -364,6 +364,7 @@ console.log('chromium');
 const haveChromium = existsSync(CHROMIUM);
 if (!haveChromium && !process.env.CI) {
   const bar = '!'.repeat(78);
+  skipped++;
   console.log(`${bar}\n!! SKIPPED: the browser tests. No Chromium at ${CHROMIUM}.\n!! Install it with: apt-get install -y chromium   (CI does; there this is a failure)\n${bar}`);
 } else if (!haveChromium) {
   record('chromium installed (CI is set, so the browser tests must run)', false, `no ${CHROMIUM}`);
@@ -418,5 +419,5 @@ if (!haveChromium && !process.env.CI) {
 }
 
 if (failures.length) console.log(`\nfailures:\n- ${failures.join('\n- ')}`);
-console.log(`\nruntimes: ${passed} passed, ${failed} failed`);
+console.log(`\nruntimes: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed ? 1 : 0;
