@@ -382,9 +382,50 @@ export function appendHalfRows(
   }
 }
 
+/**
+ * KV-cache append into an int8 cache with one float32 scale per (token, head) row:
+ * scale = max|x| / 127 over the row's D values, q = round-half-even(x / scale) clamped to
+ * [−127, 127] (a zero row stores scale 0 and zeros), so x ≈ q · scale. Quantized in the
+ * same pass that writes. Addressing as appendHalfRows; scales (B, H, N) f32 beside the cache.
+ */
+export function appendInt8Rows(
+  cache: usize, scales: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
+  circular: bool, packed: bool,
+): void {
+  const n = <usize>N, h = <usize>H, d = <usize>D;
+  for (let b = 0; b < B; b++) {
+    const start = <usize>load<i32>(writeIdx + (<usize>b << 2));
+    const t0 = <usize>load<i32>(lengths + (<usize>b << 2));
+    const count = <usize>load<i32>(lengths + (<usize>b << 2), 4) - t0;
+    for (let j: usize = 0; j < h; j++) {
+      for (let s: usize = 0; s < count; s++) {
+        let pos = start + s;
+        if (circular && pos >= n) pos -= n;
+        const row = (<usize>b * h + j) * n + pos;
+        const dst = cache + row * d;
+        const src = update + ((packed ? (t0 + s) * h + j : (<usize>b * h + j) * <usize>S + s) * d << 2);
+        let amax: f32 = 0;
+        for (let i: usize = 0; i < d; i++) amax = max(amax, abs(ld(src, i)));
+        const scale: f32 = amax / 127;
+        st(scales, row, scale);
+        for (let i: usize = 0; i < d; i++) {
+          let qv: f32 = scale > 0 ? nearest<f32>(ld(src, i) / scale) : 0;
+          qv = min(max(qv, -127), 127);
+          store<i8>(dst + i, <i8><i32>qv);
+        }
+      }
+    }
+  }
+}
+
 // ---- attention over one sequence's cache ---------------------------------------------
 
-/** Σ_i a[i]·b[i] over D elements; a float32, b of `kind`. */
+/** Four int8 at p → f32x4. */
+@inline function i8x4ToF32(p: usize): v128 {
+  return f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))));
+}
+
+/** Σ_i a[i]·b[i] over D elements; a float32, b of `kind` (3 = int8, unscaled). */
 @inline function dot(a: usize, b: usize, D: usize, kind: i32): f32 {
   let i: usize = 0;
   let s: f32 = 0;
@@ -392,12 +433,15 @@ export function appendHalfRows(
     let acc = f32x4.splat(0);
     if (kind == 0) {
       for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), v128.load(b + (i << 2))));
+    } else if (kind == 3) {
+      for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), i8x4ToF32(b + i)));
     } else {
       for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), halfToF32x4(v128.load16x4_u(b + (i << 1)), kind)));
     }
     s = hsum(acc);
   }
   if (kind == 0) for (; i < D; i++) s += ld(a, i) * ld(b, i);
+  else if (kind == 3) for (; i < D; i++) s += ld(a, i) * <f32>load<i8>(b + i);
   else for (; i < D; i++) s += ld(a, i) * halfToF32(<u32>load<u16>(b + (i << 1)), kind);
   return s;
 }
@@ -412,6 +456,11 @@ export function appendHalfRows(
         const k = i << 2;
         v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, v128.load(v + k))));
       }
+    } else if (kind == 3) {
+      for (; i + 4 <= D; i += 4) {
+        const k = i << 2;
+        v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, i8x4ToF32(v + i))));
+      }
     } else {
       for (; i + 4 <= D; i += 4) {
         const k = i << 2;
@@ -420,6 +469,7 @@ export function appendHalfRows(
     }
   }
   if (kind == 0) for (; i < D; i++) st(o, i, ld(o, i) + p * ld(v, i));
+  else if (kind == 3) for (; i < D; i++) st(o, i, ld(o, i) + p * <f32>load<i8>(v + i));
   else for (; i < D; i++) st(o, i, ld(o, i) + p * halfToF32(<u32>load<u16>(v + (i << 1)), kind));
 }
 
@@ -445,7 +495,7 @@ export function attendF32(
   out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
 ): void {
-  attendImpl(0, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+  attendImpl(0, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, 0, 0);
 }
 
 /** attendF32 over a float16 cache. */
@@ -453,7 +503,7 @@ export function attendF16(
   out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
 ): void {
-  attendImpl(1, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+  attendImpl(1, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, 0, 0);
 }
 
 /** attendF32 over a bfloat16 cache. */
@@ -461,15 +511,29 @@ export function attendBF16(
   out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
 ): void {
-  attendImpl(2, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores);
+  attendImpl(2, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, 0, 0);
+}
+
+/**
+ * attendF32 over an int8 cache with per-(token, head) scales: kScales, vScales (Hkv, N) f32.
+ * Row i dequantizes as k_i = kq_i · kScale_i, so q·k_i = kScale_i · (q·kq_i) and
+ * p_i v_i = (p_i · vScale_i) · vq_i: one multiply per key instead of per element.
+ */
+export function attendI8(
+  out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+  kScales: usize, vScales: usize,
+): void {
+  attendImpl(3, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
 }
 
 @inline function attendImpl(
   kind: i32, out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+  kScales: usize, vScales: usize,
 ): void {
   const dd = <usize>D, nn = <usize>N, dBytes = dd << 2;
-  const rowBytes = kind == 0 ? dd << 2 : dd << 1;
+  const rowBytes = kind == 0 ? dd << 2 : kind == 3 ? dd : dd << 1;
   const group = Hkv > 0 ? Hq / Hkv : 1;
   const G = <usize>group;
   let lo = 0;
@@ -477,6 +541,7 @@ export function attendBF16(
   for (let hk = 0; hk < Hkv; hk++) {
     const kh = k + <usize>hk * nn * rowBytes;
     const vh = v + <usize>hk * nn * rowBytes;
+    const ksh = kScales + ((<usize>hk * nn) << 2), vsh = vScales + ((<usize>hk * nn) << 2);
     const h0 = hk * group;
     for (let s = 0; s < S; s++) {
       for (let g = 0; g < group; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dBytes);
@@ -493,8 +558,10 @@ export function attendBF16(
       const qStep = <usize>qHeadStride << 2;
       // scores[g·cnt + i] = scale · q_g · k_i, each K row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const kr = kh + (i < first ? slot0 + i : i - first) * rowBytes;
-        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * scale);
+        const slot = i < first ? slot0 + i : i - first;
+        const kr = kh + slot * rowBytes;
+        const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
+        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * ks);
       }
       for (let g: usize = 0; g < G; g++) {
         const sg = scores + ((g * cnt) << 2);
@@ -510,8 +577,10 @@ export function attendBF16(
       }
       // out_g = Σ_i p_g[i] · v_i, each V row read once for the group
       for (let i: usize = 0; i < cnt; i++) {
-        const vr = vh + (i < first ? slot0 + i : i - first) * rowBytes;
-        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, ld(scores, g * cnt + i), dd, kind);
+        const slot = i < first ? slot0 + i : i - first;
+        const vr = vh + slot * rowBytes;
+        const vs: f32 = kind == 3 ? ld(vsh, slot) : 1;
+        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, kind == 3 ? ld(scores, g * cnt + i) * vs : ld(scores, g * cnt + i), dd, kind);
       }
     }
   }

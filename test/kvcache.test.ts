@@ -73,7 +73,7 @@ describe('KVCache construction and views', () => {
   it('rejects bad options', () => {
     expectKernelError(() => ek.kvCache({ layers: 0, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 }), 'INVALID_ARGUMENT', /layers/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4 }), 'INVALID_ARGUMENT', /capacity/);
-    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'int8' }), 'INVALID_DTYPE', /not implemented/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'float8e4m3fn' }), 'INVALID_DTYPE', /not implemented/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, window: 8 }), 'INVALID_ARGUMENT', />= window/);
   });
 });
@@ -174,6 +174,21 @@ function toHalfBits(x: number, dtype: 'float16' | 'bfloat16'): number {
   const d0 = a - val(lo), d1 = val(lo + 1) - a;
   return sign | (d0 < d1 ? lo : d1 < d0 ? lo + 1 : (lo & 1 ? lo + 1 : lo));
 }
+/** Round half to even. */
+const rne = (x: number) => { const f = Math.floor(x), d = x - f; return d > 0.5 ? f + 1 : d < 0.5 ? f : (f % 2 === 0 ? f : f + 1); };
+/** int8 row quantization (reference): scale = max|x| / 127 (float32), q = rne(x / scale) clamped; returns [q, scale]. */
+function int8Row(row: number[]): [number[], number] {
+  const r = row.map(Math.fround);
+  const amax = Math.max(0, ...r.map(Math.abs));
+  const scale = Math.fround(amax / 127);
+  return [r.map((x) => (scale > 0 ? Math.min(127, Math.max(-127, rne(Math.fround(x / scale)))) : 0)), scale];
+}
+/** A cache row as the kernels read it back. */
+const quantRow = (row: number[], dtype: string): number[] => {
+  if (dtype !== 'int8') return row.map((x) => quantize(x, dtype));
+  const [q, sc] = int8Row(row);
+  return q.map((v) => v * sc);
+};
 const quantize = (x: number, dtype: string) => (dtype === 'float32' ? Math.fround(x) : (dtype === 'float16' ? f16ToF32 : bf16ToF32)(toHalfBits(Math.fround(x), dtype as 'float16')));
 
 describe('half-precision caches (float16, bfloat16)', () => {
@@ -212,20 +227,54 @@ describe('half-precision caches (float16, bfloat16)', () => {
   });
 });
 
+describe('int8 cache', () => {
+  it('append quantizes each (token, head) row with scale max|x|/127, round half to even, in the write pass', () => {
+    const rnd = lcg(17);
+    const H = 3, D = 20;
+    const c = ek.kvCache({ layers: 1, batch: 2, kvHeads: H, headDim: D, capacity: 4, dtype: 'int8' });
+    // row 0 of head 0: exact halves (x/scale = k + 0.5) test the tie rule; head 1 all zeros; head 2 random
+    const rows: number[][] = [];
+    for (let b = 0; b < 2; b++) for (let h = 0; h < H; h++) {
+      if (h === 0) rows.push(Array.from({ length: D }, (_, i) => (i === 0 ? 127 : (i % 9) - 4 + 0.5) * (b + 1)));
+      else if (h === 1) rows.push(new Array(D).fill(0));
+      else rows.push(Array.from({ length: D }, () => rnd() * 3));
+    }
+    const k = ek.tensor('float32', [2, H, 1, D], rows.flat());
+    try {
+      c.append(0, k, k);
+      c.advance();
+      const kq = c.keys(0).data as Int8Array, ks = c.keyScales(0).data as Float32Array;
+      expect(c.keys(0).dtype).toBe('int8');
+      for (let b = 0; b < 2; b++) for (let h = 0; h < H; h++) {
+        const [q, sc] = int8Row(rows[b * H + h]);
+        expect(ks[(b * H + h) * 4], `scale b${b} h${h}`).toBe(sc);
+        expect(Array.from(kq.subarray((b * H + h) * 4 * D, (b * H + h) * 4 * D + D)), `q b${b} h${h}`).toEqual(q);
+      }
+      expectKernelError(() => c.append(0, c.keys(0), c.keys(0)), 'INVALID_DTYPE', /expected dtype float32, got int8/);
+      expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 }).keyScales(0), 'INVALID_ARGUMENT', /only int8/);
+    } finally {
+      c.dispose(); k.dispose();
+    }
+  });
+});
+
 describe('half-precision caches against the float32 cache', () => {
-  it('attend outputs agree within the documented tolerance (float16 2e-3, bfloat16 2e-2, for |k|,|v| <= 1)', () => {
+  it('attend outputs agree within the documented tolerance (float16 2e-3, bfloat16 and int8 2e-2, for |k|,|v| <= 1)', () => {
     const B = 2, Hkv = 2, Hq = 8, D = 64, L = 40, rnd = lcg(21);
-    const caches = (['float32', 'float16', 'bfloat16'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, capacity: L, dtype }));
+    const caches = (['float32', 'float16', 'bfloat16', 'int8'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, capacity: L, dtype }));
     const k = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
     const v = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
     const q = ek.tensor('float32', [B, Hq, L, D], new Float32Array(B * Hq * L * D).map(() => rnd()));
     try {
       const outs = caches.map((c) => { c.append(0, k, v); const o = c.attend(0, q); c.advance(); return o; });
-      const [f32, f16, bf16] = outs.map((o) => o.data as Float32Array);
-      let e16 = 0, eb16 = 0;
-      for (let i = 0; i < f32.length; i++) { e16 = Math.max(e16, Math.abs(f16[i] - f32[i])); eb16 = Math.max(eb16, Math.abs(bf16[i] - f32[i])); }
+      const [f32, f16, bf16, i8] = outs.map((o) => o.data as Float32Array);
+      let e16 = 0, eb16 = 0, ei8 = 0;
+      for (let i = 0; i < f32.length; i++) {
+        e16 = Math.max(e16, Math.abs(f16[i] - f32[i])); eb16 = Math.max(eb16, Math.abs(bf16[i] - f32[i])); ei8 = Math.max(ei8, Math.abs(i8[i] - f32[i]));
+      }
       expect(e16).toBeLessThan(2e-3);
       expect(eb16).toBeLessThan(2e-2);
+      expect(ei8).toBeLessThan(2e-2);
       expect(e16).toBeGreaterThan(0); // the values really went through 16 bits
       outs.forEach((o) => o.dispose());
     } finally {
@@ -234,7 +283,7 @@ describe('half-precision caches against the float32 cache', () => {
   });
 });
 
-for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
+for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16', 'int8'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
   let ek: Kernels;
   beforeAll(async () => {
     ek = await init({ build });
@@ -269,7 +318,7 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
           }
           c.append(0, k, v, { lengths: counts });
           // the reference attends over the values as stored (the kernel dequantizes exactly)
-          const q16 = (rows: number[][]) => rows.map((r) => r.map((x) => quantize(x, dtype)));
+          const q16 = (rows: number[][]) => rows.map((r) => quantRow(r, dtype));
           for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) { r.k[b].push(q16(kp.rows[b][s])); r.v[b].push(q16(vp.rows[b][s])); }
           const qp = randomPadded(B, Hq, S, D, rnd);
           let q = qp.t;
@@ -314,7 +363,7 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
         for (let l = 0; l < 2; l++) {
           const k = randomPadded(1, 1, 1, D, rnd), v = randomPadded(1, 1, 1, D, rnd), q = randomPadded(1, 2, 1, D, rnd);
           c.append(l, k.t, v.t);
-          r[l].k[0].push(k.rows[0][0].map((row) => row.map((x) => quantize(x, dtype)))); r[l].v[0].push(v.rows[0][0].map((row) => row.map((x) => quantize(x, dtype))));
+          r[l].k[0].push(k.rows[0][0].map((row) => quantRow(row, dtype))); r[l].v[0].push(v.rows[0][0].map((row) => quantRow(row, dtype)));
           expect(c.attend(l, q.t, { out, impl })).toBe(out);
           for (let h = 0; h < 2; h++) close((out.data as Float32Array).subarray(h * D, (h + 1) * D), r[l].attend(0, h, 2, q.rows[0][0][h], step, step + 1, 0.5), `step ${step}`);
           k.t.dispose(); v.t.dispose(); q.t.dispose();

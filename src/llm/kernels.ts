@@ -16,7 +16,10 @@ export interface LlmKernels {
   attendF32(
     out: number, q: number, k: number, v: number, Hq: number, Hkv: number, S: number, qLen: number, D: number, N: number,
     qHeadStride: number, qRowStride: number, kvLen: number, window: number, causal: number, scale: number, scores: number,
+    kScales?: number, vScales?: number,
   ): void;
+  attendI8: LlmKernels['attendF32'];
+  appendInt8Rows(cache: number, scales: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number): void;
   attendF16: LlmKernels['attendF32'];
   attendBF16: LlmKernels['attendF32'];
   appendHalfRows(cache: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number, kind: number): void;
