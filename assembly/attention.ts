@@ -131,6 +131,8 @@ import {
 // @ts-ignore: decorator
 @inline const KB = 64; // keys per block
 // @ts-ignore: decorator
+@inline const SUB = 16; // keys per L1 sub-block inside a block
+// @ts-ignore: decorator
 @inline const NO_DIAG: i32 = 0x3fffffff;
 // @ts-ignore: decorator
 @inline const NEG_INF: f32 = -Infinity;
@@ -156,7 +158,8 @@ export function attentionParamSlots(): i32 {
 export function attentionScratchBytes(D: i32, Dv: i32, maxCols: i32, twoPhase: bool): usize {
   const dp = roundUp(max(D, 1), 4), dvp = roundUp(max(Dv, 1), 8);
   const sb = scoreStride(maxCols, twoPhase);
-  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + 64;
+  // + one block of K rows and one of V rows (gathered when rows are far apart), 16 bytes of over-read each
+  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + <usize>KB * 4 * (<usize>dp + <usize>dvp) + 96;
 }
 
 // ---- current call (module globals, set by attention()) ------------------------------
@@ -187,6 +190,8 @@ let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
 let sOutRow: usize = 0; // R_MAX ptr: output row
 let sQkRow: usize = 0; // R_MAX ptr: qk output row
 let sMax: usize = 0; // R_MAX f32: full-row max (two-phase)
+let sKb: usize = 0; // KB rows of K, gathered contiguous
+let sVb: usize = 0; // KB rows of V, gathered contiguous
 
 // ---- element loads, generic over the K / V element type ------------------------------
 // Marker types: f32 = float32, u16 = float16, i16 = bfloat16.
@@ -318,11 +323,15 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
     const D4 = D & ~3, tail = D & 3;
     const tm = tailMask(tail);
     const qRow = <usize>Dp << 2;
+    // keys in sub-blocks of SUB rows, so a sub-block stays in L1 across the row groups
+    // (K rows may be far apart: packed [T,H,D] puts one head's rows H·D elements apart)
+    for (let jb = 0; jb < nb; jb += SUB) {
+    const je = min(nb, jb + SUB);
     for (let rg = 0; rg < nR4; rg += 4) {
       const q0 = sQ + <usize>rg * qRow, q1 = q0 + qRow, q2 = q1 + qRow, q3 = q2 + qRow;
       const s0 = sS + <usize>rg * sb + sOff;
-      let j = 0;
-      for (; j + 1 < nb; j += 2) {
+      let j = jb;
+      for (; j + 1 < je; j += 2) {
         const k0 = kRow + <usize>j * kStride, k1 = k0 + kStride;
         let a00 = f32x4.splat(0), a10 = f32x4.splat(0), a20 = f32x4.splat(0), a30 = f32x4.splat(0);
         let a01 = f32x4.splat(0), a11 = f32x4.splat(0), a21 = f32x4.splat(0), a31 = f32x4.splat(0);
@@ -352,7 +361,7 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
         store<f32>(c + 2 * sb, f32x4.extract_lane(h0, 2)); store<f32>(c + 2 * sb, f32x4.extract_lane(h1, 2), 4);
         store<f32>(c + 3 * sb, f32x4.extract_lane(h0, 3)); store<f32>(c + 3 * sb, f32x4.extract_lane(h1, 3), 4);
       }
-      if (j < nb) {
+      if (j < je) {
         const k0 = kRow + <usize>j * kStride;
         let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
         let d = 0;
@@ -379,6 +388,7 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
         store<f32>(c + 2 * sb, f32x4.extract_lane(h, 2));
         store<f32>(c + 3 * sb, f32x4.extract_lane(h, 3));
       }
+    }
     }
   } else {
     for (let r = 0; r < nR4; r++) {
@@ -517,8 +527,13 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
     const D8 = Dv & ~7;
+    // keys in sub-blocks of SUB rows: the V rows of a sub-block stay in L1 across the
+    // column chunks and row groups
+    for (let jb = 0; jb < nb; jb += SUB) {
+    const jn = min(nb - jb, SUB);
+    const vBase = vRow + <usize>jb * vStride;
     for (let rg = 0; rg < nR4; rg += 4) {
-      const p0 = sS + <usize>rg * sb + sOff, p1 = p0 + sb, p2 = p1 + sb, p3 = p2 + sb;
+      const p0 = sS + <usize>rg * sb + sOff + (<usize>jb << 2), p1 = p0 + sb, p2 = p1 + sb, p3 = p2 + sb;
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       for (; d < D8; d += 8) {
@@ -527,8 +542,8 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         let x1 = v128.load(c1 + o), y1 = v128.load(c1 + o, 16);
         let x2 = v128.load(c2 + o), y2 = v128.load(c2 + o, 16);
         let x3 = v128.load(c3 + o), y3 = v128.load(c3 + o, 16);
-        let vp = vRow + <usize>d * es;
-        for (let jj = 0; jj < nb; jj++) {
+        let vp = vBase + <usize>d * es;
+        for (let jj = 0; jj < jn; jj++) {
           const va = ld4<VT>(vp), vb = ld4<VT>(vp + 4 * es);
           const jo = <usize>jj << 2;
           const w0 = v128.load32_splat(p0 + jo), w1 = v128.load32_splat(p1 + jo);
@@ -550,8 +565,8 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         const tm = tailMask(left >= 4 ? 0 : left);
         const o = <usize>d << 2;
         let x0 = v128.load(c0 + o), x1 = v128.load(c1 + o), x2 = v128.load(c2 + o), x3 = v128.load(c3 + o);
-        let vp = vRow + <usize>d * es;
-        for (let jj = 0; jj < nb; jj++) {
+        let vp = vBase + <usize>d * es;
+        for (let jj = 0; jj < jn; jj++) {
           const va = v128.and(ld4<VT>(vp), tm);
           const jo = <usize>jj << 2;
           x0 = f32x4.add(x0, f32x4.mul(v128.load32_splat(p0 + jo), va));
@@ -562,6 +577,7 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         }
         v128.store(c0 + o, x0); v128.store(c1 + o, x1); v128.store(c2 + o, x2); v128.store(c3 + o, x3);
       }
+    }
     }
   } else {
     for (let r = 0; r < nR4; r++) {
@@ -593,6 +609,30 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   else pvBlock<i16>(vRow, vStride, nb, nR4, sOff);
 }
 
+// Rows far apart (packed [T,H,D]: one head's rows are H·D elements apart) share few L1
+// sets, so a tile with several row groups would keep evicting the block it re-reads.
+// Then the block's rows are first copied next to each other into scratch (one read of
+// each row, as before, plus an L1-resident copy).
+@inline function gatherRows(dst: usize, src: usize, stride: usize, rowBytes: usize, n: i32): void {
+  for (let j = 0; j < n; j++) memory.copy(dst + <usize>j * rowBytes, src + <usize>j * stride, rowBytes);
+}
+
+function scoresMaybeGathered(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  const rowBytes = <usize>gD * esize(gKT);
+  if (nR4 > 4 && kStride >= rowBytes * 2) {
+    gatherRows(sKb, kRow, kStride, rowBytes, nb);
+    scores(sKb, rowBytes, nb, nR4, sOff);
+  } else scores(kRow, kStride, nb, nR4, sOff);
+}
+
+function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+  const rowBytes = <usize>gDv * esize(gVT);
+  if (nR4 > 4 && vStride >= rowBytes * 2) {
+    gatherRows(sVb, vRow, vStride, rowBytes, nb);
+    pv(sVb, rowBytes, nb, nR4, sOff);
+  } else pv(vRow, vStride, nb, nR4, sOff);
+}
+
 // ---- one tile ----------------------------------------------------------------------------
 
 /**
@@ -611,7 +651,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
-      scores(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0);
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0);
       for (let r = 0; r < nR4; r++) {
         const sRow = sS + <usize>r * sbBytes;
         postRow(r, sRow, j0, nb, nbPad);
@@ -631,14 +671,14 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         store<f32>(sM + (<usize>r << 2), mNew);
         if (alpha != 1) scaleRow(sAcc + <usize>r * <usize>gDvp * 4, gDvp, alpha);
       }
-      pv(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
     }
   } else {
     // phase 1: full score rows
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
-      scores(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 2);
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 2);
       for (let r = 0; r < nR4; r++) postRow(r, sS + <usize>r * sbBytes + (<usize>j0 << 2), j0, nb, nbPad);
     }
     const endPad = roundUp(tileEnd, 4);
@@ -665,7 +705,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     // phase 2: P·V
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
-      pv(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 2);
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 2);
     }
   }
   // write the rows out
@@ -746,6 +786,8 @@ export function attention(params: usize): void {
   sOutRow = sp; sp += R_MAX * 4;
   sQkRow = sp; sp += R_MAX * 4;
   sMax = sp; sp += R_MAX * 4;
+  sKb = sp; sp += <usize>KB * <usize>gDp * 4 + 16;
+  sVb = sp; sp += <usize>KB * <usize>gDvp * 4 + 16;
 
   const G = Hq / Hkv;
   gKT = (dt >> 4) & 15;

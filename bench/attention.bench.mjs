@@ -1,0 +1,141 @@
+// Attention: decode over a GQA KV cache, causal prefill, a ragged packed batch against the
+// same sequences one by one, and TRT_QuantizedAttention decode against TRT_Attention.
+// Peers: onnxruntime-web (wasm, 1 thread) and onnxruntime-node (CPU, 1 intra-op thread)
+// running ONNX Attention (opset 23) on the same shapes, plus memcpy of the same traffic.
+// `bytes` for decode = the K and V bytes the step must read; `flops` = 2 flops per
+// multiply-add of QK^T and PV over the visible keys.
+
+function rng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function randomF32(n, seed) {
+  const r = rng(seed);
+  const a = new Float32Array(n);
+  for (let i = 0; i < n; i++) a[i] = r() * 2 - 1;
+  return a;
+}
+
+export default async function (h) {
+  const { ek } = h;
+  const fast = process.env.BENCH_FAST === '1';
+  const opts = { minMs: fast ? 150 : 400, maxRuns: fast ? 30 : 100 };
+  // Every implementation (ours and the wasm / native peers) first runs for `warmMs`, so
+  // the engines' optimizing tiers (V8's TurboFan for wasm) are measured, not the baseline.
+  const warmMs = fast ? 200 : 500;
+  const time = async (fn) => {
+    const t0 = performance.now();
+    while (performance.now() - t0 < warmMs) await fn();
+    return h.time(fn, opts);
+  };
+
+  /** ORT peers running ONNX Attention with the given feeds. */
+  const ortPeers = async (suite, name, inputs, outputs, attributes, feeds, extra) => {
+    const model = h.onnxModel({ op: 'Attention', opset: 23, inputs, outputs, attributes });
+    for (const impl of ['web', 'node']) {
+      const peer = h.ort[impl];
+      if (!peer) continue;
+      try {
+        const run = (await peer.session(model)).prepare(feeds);
+        h.emit({ suite, case: name, impl: `ort-${impl}`, stats: await time(run), ...extra });
+      } catch (e) {
+        console.error(`# ort-${impl} ${name}: ${e.message.split('\n')[0]}`);
+      }
+    }
+  };
+
+  // ---- decode: GQA 32 q heads over 8 kv heads, D = 128, 4096 cached tokens ----
+  {
+    const Hq = 32, Hkv = 8, D = 128, L = 4096;
+    const name = `decode GQA ${Hq}q/${Hkv}kv D=${D} L=${L} f32`;
+    const q = randomF32(Hq * D, 1), k = randomF32(Hkv * L * D, 2), v = randomF32(Hkv * L * D, 3);
+    const Q = ek.tensor('float32', [1, Hq, 1, D], q);
+    const K = ek.tensor('float32', [1, Hkv, L, D], k);
+    const V = ek.tensor('float32', [1, Hkv, L, D], v);
+    const Y = ek.tensor('float32', [1, Hq, 1, D]);
+    const bytes = 2 * Hkv * L * D * 4;
+    const flops = 2 * 2 * Hq * L * D;
+    h.emit({ suite: 'Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('Attention', [Q, K, V], {}, { outputs: [Y] })), bytes, flops });
+    // memcpy of 64 MiB: its GB/s column is the traffic rate (bytes read + written per
+    // second), the figure our K+V bytes-read rate is held against
+    h.emit({ suite: 'Attention', case: name, impl: 'memcpy 64 MiB (GB/s = read+write traffic)', stats: await h.memcpy(64 << 20, opts), bytes: 2 * (64 << 20) });
+    const shapes = [
+      { name: 'Q', dtype: 'float32', shape: [1, Hq, 1, D] },
+      { name: 'K', dtype: 'float32', shape: [1, Hkv, L, D] },
+      { name: 'V', dtype: 'float32', shape: [1, Hkv, L, D] },
+    ];
+    await ortPeers('Attention', name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, Hq, 1, D] }], {},
+      { Q: { dtype: 'float32', shape: [1, Hq, 1, D], data: q }, K: { dtype: 'float32', shape: [1, Hkv, L, D], data: k }, V: { dtype: 'float32', shape: [1, Hkv, L, D], data: v } }, { bytes, flops });
+
+    // the same step over float16 and bfloat16 caches (converted in registers)
+    for (const dt of ['float16', 'bfloat16']) {
+      const K16 = ek.tensor(dt, [1, Hkv, L, D]), V16 = ek.tensor(dt, [1, Hkv, L, D]);
+      const kd = K16.data, vd = V16.data;
+      const r = rng(7);
+      for (let i = 0; i < kd.length; i++) { kd[i] = dt === 'float16' ? 0x3800 | Math.floor(r() * 1024) : 0x3f00 | Math.floor(r() * 128); vd[i] = kd[(i * 7) % kd.length]; }
+      h.emit({ suite: 'Attention', case: `${name} (K/V ${dt})`, impl: 'edgekernels', stats: await time(() => ek.run('TRT_Attention', [Q, K16, V16], {}, { outputs: [Y] })), bytes: bytes / 2, flops });
+      K16.dispose(); V16.dispose();
+    }
+
+    // TRT_QuantizedAttention (fp8 and int8 probabilities) against TRT_Attention, same shape
+    const qname = `QAttention decode ${Hq}q/${Hkv}kv D=${D} L=${L}`;
+    for (const type of ['fp8', 'int8']) {
+      h.emit({ suite: 'TRT_QuantizedAttention', case: `${qname} ${type}`, impl: 'edgekernels', stats: await time(() => ek.run('TRT_QuantizedAttention', [Q, K, V], { normalization_quantize_to_type: type }, { outputs: [Y] })), bytes, flops });
+      h.emit({ suite: 'TRT_QuantizedAttention', case: `${qname} ${type}`, impl: 'TRT_Attention same shape', stats: await time(() => ek.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] })), bytes, flops });
+    }
+    for (const t of [Q, K, V, Y]) t.dispose();
+  }
+
+  // ---- causal prefill (1, 8, 512, 64) ----
+  {
+    const H = 8, S = 512, D = 64;
+    const name = `causal prefill (1,${H},${S},${D}) f32`;
+    const n = H * S * D;
+    const q = randomF32(n, 11), k = randomF32(n, 12), v = randomF32(n, 13);
+    const Q = ek.tensor('float32', [1, H, S, D], q), K = ek.tensor('float32', [1, H, S, D], k), V = ek.tensor('float32', [1, H, S, D], v);
+    const Y = ek.tensor('float32', [1, H, S, D]);
+    const flops = 2 * 2 * H * ((S * (S + 1)) / 2) * D;
+    h.emit({ suite: 'Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] })), flops });
+    const shapes = ['Q', 'K', 'V'].map((nm) => ({ name: nm, dtype: 'float32', shape: [1, H, S, D] }));
+    await ortPeers('Attention', name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, H, S, D] }], { is_causal: 1 },
+      { Q: { dtype: 'float32', shape: [1, H, S, D], data: q }, K: { dtype: 'float32', shape: [1, H, S, D], data: k }, V: { dtype: 'float32', shape: [1, H, S, D], data: v } }, { flops });
+    for (const t of [Q, K, V, Y]) t.dispose();
+  }
+
+  // ---- ragged: 8 packed sequences of lengths 1..512, causal self-attention ----
+  {
+    const H = 8, D = 64;
+    const lens = [1, 74, 147, 220, 293, 366, 439, 512];
+    const T = lens.reduce((a, x) => a + x, 0);
+    const cum = lens.reduce((acc, x) => [...acc, acc[acc.length - 1] + x], [0]);
+    const name = `ragged 8 packed seqs, lengths 1..512, (T=${T},${H},${D}) causal`;
+    const q = randomF32(T * H * D, 21), k = randomF32(T * H * D, 22), v = randomF32(T * H * D, 23);
+    const Q = ek.tensor('float32', [T, H, D], q), K = ek.tensor('float32', [T, H, D], k), V = ek.tensor('float32', [T, H, D], v);
+    const Y = ek.tensor('float32', [T, H, D]);
+    const QL = ek.tensor('int32', [9], cum), KL = ek.tensor('int32', [9], cum);
+    const flops = lens.reduce((a, L) => a + 2 * 2 * H * ((L * (L + 1)) / 2) * D, 0);
+    const attrs = { query_form: 'packed_nhd', kv_form: 'packed_nhd', causal_kind: 'lower_right' };
+    h.emit({ suite: 'TRT_Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('TRT_Attention', [Q, K, V, null, QL, KL], attrs, { outputs: [Y] })), flops });
+    // the same sequences one by one, each padded [1, H, L, D]
+    const singles = lens.map((L, i) => {
+      const sl = (a) => {
+        const out = new Float32Array(H * L * D);
+        for (let t = 0; t < L; t++) for (let hh = 0; hh < H; hh++) out.set(a.subarray(((cum[i] + t) * H + hh) * D, ((cum[i] + t) * H + hh + 1) * D), (hh * L + t) * D);
+        return out;
+      };
+      return [sl(q), sl(k), sl(v)].map((d) => ek.tensor('float32', [1, H, L, D], d)).concat([ek.tensor('float32', [1, H, L, D])]);
+    });
+    const oneByOne = () => {
+      for (const [a, b, c, y] of singles) ek.run('TRT_Attention', [a, b, c], { causal_kind: 'lower_right' }, { outputs: [y] });
+    };
+    h.emit({ suite: 'TRT_Attention', case: name, impl: 'edgekernels one by one (sum)', stats: await time(oneByOne), flops });
+    for (const t of [Q, K, V, Y, QL, KL, ...singles.flat()]) t.dispose();
+  }
+}
