@@ -29,11 +29,14 @@
 // of O·N·I elements; init / last are O·I elements and do not overlap y; O, N, I ≥ 0.
 // The kernels read and write only inside those buffers (output tails are scalar).
 
-const ADD: i32 = 0;
-const MUL: i32 = 1;
-const MAX: i32 = 2;
-const MIN: i32 = 3;
-const LAE: i32 = 4;
+// The operation is a type parameter O, so that every (dtype, op) pair is its own function
+// with no op tests in its loops: O is one of these marker types (only their size and
+// signedness are looked at, both compile-time constants).
+type OpAdd = u8;
+type OpMul = u16;
+type OpMax = i8;
+type OpMin = i16;
+type OpLae = u32;
 
 const LN2: f64 = 0.6931471805599453;
 
@@ -46,29 +49,43 @@ const LN2: f64 = 0.6931471805599453;
   return m + Math.log1p(Math.exp(-Math.abs(a - b)));
 }
 
-@inline function sop<T>(op: i32, a: T, b: T): T {
-  if (op == ADD) return a + b;
-  if (op == MUL) return a * b;
-  if (op == MAX) return max<T>(a, b);
-  if (op == MIN) return min<T>(a, b);
-  if (isFloat<T>()) {
-    return <T>laeF64(<f64>a, <f64>b);
+@inline function sop<T, O>(a: T, b: T): T {
+  if (sizeof<O>() == 1) {
+    if (isSigned<O>()) {
+      return max<T>(a, b);
+    } else {
+      return a + b;
+    }
+  } else if (sizeof<O>() == 2) {
+    if (isSigned<O>()) {
+      return min<T>(a, b);
+    } else {
+      return a * b;
+    }
   } else {
-    return a;
+    if (isFloat<T>()) {
+      return <T>laeF64(<f64>a, <f64>b);
+    } else {
+      return a;
+    }
   }
 }
 
-@inline function identity<T>(op: i32): T {
-  if (isFloat<T>()) {
-    if (op == ADD) return <T>(-0.0);
-    if (op == MUL) return <T>1.0;
-    if (op == MIN) return <T>Infinity;
-    return <T>(-Infinity); // MAX, LAE
+@inline function identity<T, O>(): T {
+  if (sizeof<O>() == 1) {
+    if (isSigned<O>()) {
+      if (isFloat<T>()) return <T>(-Infinity); else return <T>i32.MIN_VALUE; // max
+    } else {
+      if (isFloat<T>()) return <T>(-0.0); else return <T>0; // add
+    }
+  } else if (sizeof<O>() == 2) {
+    if (isSigned<O>()) {
+      if (isFloat<T>()) return <T>Infinity; else return <T>i32.MAX_VALUE; // min
+    } else {
+      return <T>1; // mul
+    }
   } else {
-    if (op == MUL) return <T>1;
-    if (op == MAX) return <T>i32.MIN_VALUE;
-    if (op == MIN) return <T>i32.MAX_VALUE;
-    return <T>0;
+    return <T>(-Infinity); // logaddexp
   }
 }
 
@@ -128,19 +145,29 @@ const LN2: f64 = 0.6931471805599453;
   return f64x2.replace_lane(f64x2.splat(lo), 1, hi);
 }
 
-@inline function vop<T>(op: i32, a: v128, b: v128): v128 {
-  if (op == ADD) return v128.add<T>(a, b);
-  if (op == MUL) return v128.mul<T>(a, b);
-  if (op == MAX) return v128.max<T>(a, b);
-  if (op == MIN) return v128.min<T>(a, b);
-  if (isFloat<T>()) {
-    if (sizeof<T>() == 4) {
-      return laeF32x4(a, b);
+@inline function vop<T, O>(a: v128, b: v128): v128 {
+  if (sizeof<O>() == 1) {
+    if (isSigned<O>()) {
+      return v128.max<T>(a, b);
     } else {
-      return laeF64x2(a, b);
+      return v128.add<T>(a, b);
+    }
+  } else if (sizeof<O>() == 2) {
+    if (isSigned<O>()) {
+      return v128.min<T>(a, b);
+    } else {
+      return v128.mul<T>(a, b);
     }
   } else {
-    return a;
+    if (isFloat<T>()) {
+      if (sizeof<T>() == 4) {
+        return laeF32x4(a, b);
+      } else {
+        return laeF64x2(a, b);
+      }
+    } else {
+      return a;
+    }
   }
 }
 
@@ -179,24 +206,24 @@ const LN2: f64 = 0.6931471805599453;
 }
 
 /** Inclusive prefix (forward) or suffix (reverse) scan of the lanes of one vector. */
-@inline function scanInRegister<T>(op: i32, v: v128, id: v128, rev: bool): v128 {
+@inline function scanInRegister<T, O>(v: v128, id: v128, rev: bool): v128 {
   if (sizeof<T>() == 4) {
     if (rev) {
-      v = vop<T>(op, v, shiftDown1<T>(v, id));
-      return vop<T>(op, v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
+      v = vop<T, O>(v, shiftDown1<T>(v, id));
+      return vop<T, O>(v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
     }
-    v = vop<T>(op, v, shiftUp1<T>(v, id));
-    return vop<T>(op, v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
+    v = vop<T, O>(v, shiftUp1<T>(v, id));
+    return vop<T, O>(v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
   } else {
-    if (rev) return vop<T>(op, v, shiftDown1<T>(v, id));
-    return vop<T>(op, v, shiftUp1<T>(v, id));
+    if (rev) return vop<T, O>(v, shiftDown1<T>(v, id));
+    return vop<T, O>(v, shiftUp1<T>(v, id));
   }
 }
 
 // ---- generic drivers ---------------------------------------------------------------
 
 /** dst[i] = op(a[i], b[i]) for i < n; a == 0 means a copy of b (op(identity, b) == b). */
-@inline function rowOp<T>(op: i32, dst: usize, a: usize, b: usize, n: usize): void {
+@inline function rowOp<T, O>(dst: usize, a: usize, b: usize, n: usize): void {
   if (a == 0) {
     memory.copy(dst, b, n * sizeof<T>());
     return;
@@ -206,12 +233,12 @@ const LN2: f64 = 0.6931471805599453;
     const L: usize = 16 / sizeof<T>();
     for (; i + L <= n; i += L) {
       const k = i * sizeof<T>();
-      v128.store(dst + k, vop<T>(op, v128.load(a + k), v128.load(b + k)));
+      v128.store(dst + k, vop<T, O>(v128.load(a + k), v128.load(b + k)));
     }
   }
   for (; i < n; i++) {
     const k = i * sizeof<T>();
-    store<T>(dst + k, sop<T>(op, load<T>(a + k), load<T>(b + k)));
+    store<T>(dst + k, sop<T, O>(load<T>(a + k), load<T>(b + k)));
   }
 }
 
@@ -220,10 +247,10 @@ const LN2: f64 = 0.6931471805599453;
 }
 
 /** I > 1: every step is one row operation over the I lanes. */
-@inline function scanLanes<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: usize, N: usize, I: usize, rev: bool, excl: bool): void {
+@inline function scanLanes<T, O>(x: usize, y: usize, init: usize, last: usize, outer: usize, N: usize, I: usize, rev: bool, excl: bool): void {
   const rowBytes = I * sizeof<T>();
-  const id = identity<T>(op);
-  for (let o: usize = 0; o < O; o++) {
+  const id = identity<T, O>();
+  for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * rowBytes, yb = y + o * N * rowBytes;
     const ib: usize = init == 0 ? <usize>0 : init + o * rowBytes;
     let prevY: usize = 0, prevX: usize = 0;
@@ -235,10 +262,10 @@ const LN2: f64 = 0.6931471805599453;
           if (ib != 0) memory.copy(yt, ib, rowBytes);
           else fillRow<T>(yt, id, I);
         } else {
-          rowOp<T>(op, yt, prevY, prevX, I);
+          rowOp<T, O>(yt, prevY, prevX, I);
         }
       } else {
-        rowOp<T>(op, yt, s == 0 ? ib : prevY, xt, I);
+        rowOp<T, O>(yt, s == 0 ? ib : prevY, xt, I);
       }
       prevY = yt;
       prevX = xt;
@@ -249,7 +276,7 @@ const LN2: f64 = 0.6931471805599453;
         if (ib != 0) memory.copy(lt, ib, rowBytes);
         else fillRow<T>(lt, id, I);
       } else if (excl) {
-        rowOp<T>(op, lt, prevY, prevX, I);
+        rowOp<T, O>(lt, prevY, prevX, I);
       } else {
         memory.copy(lt, prevY, rowBytes);
       }
@@ -258,10 +285,10 @@ const LN2: f64 = 0.6931471805599453;
 }
 
 /** I = 1: each lane is a contiguous run, scanned with an in-register prefix scan. */
-@inline function scanRuns<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: usize, N: usize, rev: bool, excl: bool): void {
+@inline function scanRuns<T, O>(x: usize, y: usize, init: usize, last: usize, outer: usize, N: usize, rev: bool, excl: bool): void {
   const sz = sizeof<T>();
-  const id = identity<T>(op);
-  for (let o: usize = 0; o < O; o++) {
+  const id = identity<T, O>();
+  for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * sz, yb = y + o * N * sz;
     let c: T = init == 0 ? id : load<T>(init + o * sz);
     let i: usize = 0; // elements done
@@ -269,20 +296,55 @@ const LN2: f64 = 0.6931471805599453;
       const L: usize = 16 / sz;
       const idv = v128.splat<T>(id);
       let cv = v128.splat<T>(c);
+      // Two vectors per iteration: the second one's prefix is completed from the first
+      // one's last lane before the carry is added, so the loop-carried chain is one op and
+      // one shuffle per 2·L elements.
       if (!rev) {
+        for (; i + 2 * L <= N; i += 2 * L) {
+          const k = i * sz;
+          const p1 = scanInRegister<T, O>(v128.load(xb + k), idv, false);
+          const t1 = bcastLast<T>(p1);
+          const p2 = vop<T, O>(t1, scanInRegister<T, O>(v128.load(xb + k, 16), idv, false));
+          const q1 = vop<T, O>(cv, p1);
+          const q2 = vop<T, O>(cv, p2);
+          if (excl) {
+            v128.store(yb + k, vop<T, O>(cv, shiftUp1<T>(p1, idv)));
+            v128.store(yb + k, vop<T, O>(cv, shiftUp1<T>(p2, t1)), 16);
+          } else {
+            v128.store(yb + k, q1);
+            v128.store(yb + k, q2, 16);
+          }
+          cv = bcastLast<T>(q2);
+        }
         for (; i + L <= N; i += L) {
           const k = i * sz;
-          const p = scanInRegister<T>(op, v128.load(xb + k), idv, false);
-          const q = vop<T>(op, cv, p);
-          v128.store(yb + k, excl ? vop<T>(op, cv, shiftUp1<T>(p, idv)) : q);
+          const p = scanInRegister<T, O>(v128.load(xb + k), idv, false);
+          const q = vop<T, O>(cv, p);
+          v128.store(yb + k, excl ? vop<T, O>(cv, shiftUp1<T>(p, idv)) : q);
           cv = bcastLast<T>(q);
         }
       } else {
+        for (; i + 2 * L <= N; i += 2 * L) {
+          const k = (N - i - 2 * L) * sz; // the lower block; the upper one is at k + 16
+          const s1 = scanInRegister<T, O>(v128.load(xb + k, 16), idv, true);
+          const t1 = bcastFirst<T>(s1);
+          const s2 = vop<T, O>(t1, scanInRegister<T, O>(v128.load(xb + k), idv, true));
+          const q1 = vop<T, O>(cv, s1);
+          const q2 = vop<T, O>(cv, s2);
+          if (excl) {
+            v128.store(yb + k, vop<T, O>(cv, shiftDown1<T>(s1, idv)), 16);
+            v128.store(yb + k, vop<T, O>(cv, shiftDown1<T>(s2, t1)));
+          } else {
+            v128.store(yb + k, q1, 16);
+            v128.store(yb + k, q2);
+          }
+          cv = bcastFirst<T>(q2);
+        }
         for (; i + L <= N; i += L) {
           const k = (N - i - L) * sz;
-          const p = scanInRegister<T>(op, v128.load(xb + k), idv, true);
-          const q = vop<T>(op, cv, p);
-          v128.store(yb + k, excl ? vop<T>(op, cv, shiftDown1<T>(p, idv)) : q);
+          const p = scanInRegister<T, O>(v128.load(xb + k), idv, true);
+          const q = vop<T, O>(cv, p);
+          v128.store(yb + k, excl ? vop<T, O>(cv, shiftDown1<T>(p, idv)) : q);
           cv = bcastFirst<T>(q);
         }
       }
@@ -290,7 +352,7 @@ const LN2: f64 = 0.6931471805599453;
     }
     for (; i < N; i++) {
       const k = (rev ? N - 1 - i : i) * sz;
-      const nc = sop<T>(op, c, load<T>(xb + k));
+      const nc = sop<T, O>(c, load<T>(xb + k));
       store<T>(yb + k, excl ? c : nc);
       c = nc;
     }
@@ -298,19 +360,18 @@ const LN2: f64 = 0.6931471805599453;
   }
 }
 
-@inline function scanAny<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
+function scanAny<T, O>(x: usize, y: usize, init: usize, last: usize, O_: i32, N: i32, I: i32, flags: i32): void {
   const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
-  if (I == 1) scanRuns<T>(op, x, y, init, last, <usize>O, <usize>N, rev, excl);
-  else if (I > 1) scanLanes<T>(op, x, y, init, last, <usize>O, <usize>N, <usize>I, rev, excl);
+  if (I == 1) scanRuns<T, O>(x, y, init, last, <usize>O_, <usize>N, rev, excl);
+  else if (I > 1) scanLanes<T, O>(x, y, init, last, <usize>O_, <usize>N, <usize>I, rev, excl);
 }
 
-// Dispatch with a literal op per branch, so that each inlined copy folds its op tests away.
 @inline function scanOps<T>(op: i32, x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, flags: i32): void {
-  if (op == ADD) scanAny<T>(ADD, x, y, init, last, O, N, I, flags);
-  else if (op == MUL) scanAny<T>(MUL, x, y, init, last, O, N, I, flags);
-  else if (op == MAX) scanAny<T>(MAX, x, y, init, last, O, N, I, flags);
-  else if (op == MIN) scanAny<T>(MIN, x, y, init, last, O, N, I, flags);
-  else if (isFloat<T>()) scanAny<T>(LAE, x, y, init, last, O, N, I, flags);
+  if (op == 0) scanAny<T, OpAdd>(x, y, init, last, O, N, I, flags);
+  else if (op == 1) scanAny<T, OpMul>(x, y, init, last, O, N, I, flags);
+  else if (op == 2) scanAny<T, OpMax>(x, y, init, last, O, N, I, flags);
+  else if (op == 3) scanAny<T, OpMin>(x, y, init, last, O, N, I, flags);
+  else if (isFloat<T>()) scanAny<T, OpLae>(x, y, init, last, O, N, I, flags);
 }
 
 /** Scan of float32 (O, N, I) along N: y = scan(op, init, x); last = final carry (O, I). */
