@@ -184,6 +184,11 @@ function clone(ek: Kernels, t: Tensor): Tensor {
   return c;
 }
 
+/** Debug mode (init({ debug: true })): checks that the kernel wrote nothing outside its outputs. */
+function guards(ek: Kernels, what: string): void {
+  (ek as unknown as { checkGuards?: (after: string) => void }).checkGuards?.(what);
+}
+
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return a.length === b.length && a.every((d, i) => d === b[i]);
 }
@@ -330,6 +335,7 @@ function fusedScan(ek: Kernels, op: number, init: unknown, xs: unknown, dim: num
     last = ek.tensor(c.dtype, c.shape);
     const [O, N, I] = fold(x.shape, dim);
     ek.exports[KERNEL[x.dtype]](x.byteOffset, ys.byteOffset, c.byteOffset, last.byteOffset, O, N, I, op, reverse ? 1 : 0);
+    guards(ek, 'scan');
     return [last, ys];
   } catch (e) {
     ys?.dispose();
@@ -564,6 +570,7 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       next = ek.tensor(cm.info.name, shape);
       if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
+        guards(ek, `combine.${name}`);
       } else {
         const a = c.data as Float64Array, b = xt.data as Float64Array, out = next.data as Float64Array;
         const ia = broadcastIndex(c.shape, shape), ib = broadcastIndex(xt.shape, shape);
@@ -629,6 +636,7 @@ export function linearScan(ek: Kernels, a: Tensor | PlainTensor, b: Tensor | Pla
     const [O, N, I] = fold(am.shape, d);
     const k = am.info.name === 'float32' ? 'linearScanF32' : 'linearScanF64';
     ek.exports[k](at.byteOffset, bt.byteOffset, ht.byteOffset, hs.byteOffset, last.byteOffset, O, N, I, reverse ? 1 : 0);
+    guards(ek, 'linearScan');
     return [last, hs];
   } catch (e) {
     hs?.dispose();
