@@ -270,8 +270,31 @@ function encodeF8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): voi
 export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bool): void {
   loopEncode8(src, dst, n, E4M3FN, saturate);
 }
+// One standalone export per hot conversion: each is optimized on its own (the host calls
+// them directly; the generic switch below is for the pivot stages).
+/** Cast float32 → float8e4m3fnuz (saturate: ±240, else NaN 0x80). */
+export function castF32ToE4m3fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
+  loopEncode8(src, dst, n, E4M3FNUZ, saturate);
+}
+/** Cast float32 → float8e5m2 (saturate: ±57344, else ±Inf). */
+export function castF32ToE5m2(src: usize, dst: usize, n: usize, saturate: bool): void {
+  loopEncode8(src, dst, n, E5M2, saturate);
+}
+/** Cast float32 → float8e5m2fnuz (saturate: ±57344, else NaN 0x80). */
+export function castF32ToE5m2fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
+  loopEncode8(src, dst, n, E5M2FNUZ, saturate);
+}
 
-function encodeF16(src: usize, dst: usize, n: usize): void {
+/** Cast float32 → float16 (round to nearest even; overflow → ±Inf). */
+export function castF32ToF16(src: usize, dst: usize, n: usize): void {
+  encodeF16(src, dst, n);
+}
+/** Cast float32 → bfloat16 (round to nearest even). */
+export function castF32ToBf16(src: usize, dst: usize, n: usize): void {
+  encodeBf16(src, dst, n);
+}
+
+@inline function encodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     for (; i + 8 <= n; i += 8) {
@@ -284,7 +307,7 @@ function encodeF16(src: usize, dst: usize, n: usize): void {
   for (; i < n; i++) store<u16>(dst + (i << 1), <u16>encodeMini(load<f32>(src + (i << 2)), F16, false));
 }
 
-function encodeBf16(src: usize, dst: usize, n: usize): void {
+@inline function encodeBf16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     for (; i + 8 <= n; i += 8) {
@@ -383,8 +406,28 @@ export function unpackBits(src: usize, dst: usize, n: usize, bits: i32, signed: 
 export function dequantizeE4m3ToF32(src: usize, dst: usize, n: usize): void {
   loopDecode8(src, dst, n, E4M3FN);
 }
+/** Cast float8e4m3fnuz → float32 (exact; 0x80 → NaN). */
+export function castE4m3fnuzToF32(src: usize, dst: usize, n: usize): void {
+  loopDecode8(src, dst, n, E4M3FNUZ);
+}
+/** Cast float8e5m2 → float32 (exact). */
+export function castE5m2ToF32(src: usize, dst: usize, n: usize): void {
+  loopDecode8(src, dst, n, E5M2);
+}
+/** Cast float8e5m2fnuz → float32 (exact; 0x80 → NaN). */
+export function castE5m2fnuzToF32(src: usize, dst: usize, n: usize): void {
+  loopDecode8(src, dst, n, E5M2FNUZ);
+}
+/** Cast float16 → float32 (exact). */
+export function castF16ToF32(src: usize, dst: usize, n: usize): void {
+  decodeF16(src, dst, n);
+}
+/** Cast bfloat16 → float32 (exact). */
+export function castBf16ToF32(src: usize, dst: usize, n: usize): void {
+  decodeBf16(src, dst, n);
+}
 
-function decodeF16(src: usize, dst: usize, n: usize): void {
+@inline function decodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     for (; i + 8 <= n; i += 8) {
@@ -397,7 +440,7 @@ function decodeF16(src: usize, dst: usize, n: usize): void {
   for (; i < n; i++) store<u32>(dst + (i << 2), decMini(<u32>load<u16>(src + (i << 1)), 10, 15, 16, F16));
 }
 
-function decodeBf16(src: usize, dst: usize, n: usize): void {
+@inline function decodeBf16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     for (; i + 8 <= n; i += 8) {
@@ -783,8 +826,9 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   return <u32>(<i32>(t + z));
 }
 
-@inline function quantV(x: v128, s: v128, z: v128, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32): v128 {
-  const q = roundToPrecisionV(f32x4.div(roundToPrecisionV(x, prec), roundToPrecisionV(s, prec)), prec);
+@inline function quantV(x: v128, s: v128, z: v128, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, recip: bool): v128 {
+  // recip: s holds 1/scale, exact because the scale is a power of two (x·2^-k = x / 2^k)
+  const q = recip ? f32x4.mul(x, s) : roundToPrecisionV(f32x4.div(roundToPrecisionV(x, prec), roundToPrecisionV(s, prec)), prec);
   if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4) {
     return encodeMiniV(q, code, code == F4 ? true : saturate);
   }
@@ -795,6 +839,14 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   return i32x4.trunc_sat_f32x4_s(f32x4.add(t, z));
 }
 
+/** True when 1/s is exact (s a power of two): x / s may then be computed as x · (1/s). */
+@inline function exactRecip(s: f32): bool {
+  const b = reinterpret<u32>(s) & 0x7FFFFFFF;
+  const e = b >> 23, m = b & 0x7FFFFF;
+  // a normal power of two whose reciprocal is a normal float32 too
+  return m == 0 && e >= 1 && e <= 253;
+}
+
 /** Stores a run of quantized values: 1 byte (8-bit and unpacked sub-byte) or 2 bytes. */
 @inline function quantRun(
   x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32,
@@ -803,12 +855,13 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
     if (sI == 0) {
-      const s = f32x4.splat(load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
+      const recip = exactRecip(load<f32>(sp)) && prec == F32;
+      const s = f32x4.splat(recip ? <f32>1 / load<f32>(sp) : load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
       if (wide) {
         for (; i + 8 <= len; i += 8) {
           const p = x + (i << 2);
-          const a = quantV(v128.load(p), s, z, code, saturate, prec, lo, hi);
-          const b = quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi);
+          const a = quantV(v128.load(p), s, z, code, saturate, prec, lo, hi, recip);
+          const b = quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi, recip);
           const m = i32x4.splat(0xFFFF);
           v128.store(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)));
         }
@@ -816,10 +869,10 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
         for (; i + 16 <= len; i += 16) {
           const p = x + (i << 2);
           const m = i32x4.splat(0xFF);
-          const a = v128.and(quantV(v128.load(p), s, z, code, saturate, prec, lo, hi), m);
-          const b = v128.and(quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi), m);
-          const c = v128.and(quantV(v128.load(p, 32), s, z, code, saturate, prec, lo, hi), m);
-          const d = v128.and(quantV(v128.load(p, 48), s, z, code, saturate, prec, lo, hi), m);
+          const a = v128.and(quantV(v128.load(p), s, z, code, saturate, prec, lo, hi, recip), m);
+          const b = v128.and(quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi, recip), m);
+          const c = v128.and(quantV(v128.load(p, 32), s, z, code, saturate, prec, lo, hi, recip), m);
+          const d = v128.and(quantV(v128.load(p, 48), s, z, code, saturate, prec, lo, hi, recip), m);
           v128.store(y + i, packBytes(a, b, c, d));
         }
       }
@@ -827,7 +880,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
       for (; i + 4 <= len; i += 4) {
         const s = v128.load(sp + (i << 2));
         const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(0);
-        const r = quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi);
+        const r = quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi, false);
         if (wide) {
           v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
         } else {
@@ -914,7 +967,17 @@ function quantGeneric(
   if (ASC_FEATURE_SIMD) {
     if (sI == 0) {
       const s = f32x4.splat(load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
-      if (code == I8 || code == U8) {
+      if (code == E4M3FN) {
+        for (; i + 16 <= len; i += 16) {
+          const v = v128.load(x + i);
+          const lo = i16x8.extend_low_i8x16_u(v), hi = i16x8.extend_high_i8x16_u(v);
+          const p = y + (i << 2);
+          v128.store(p, f32x4.mul(decMiniV(i32x4.extend_low_i16x8_u(lo), 3, 7, 8, E4M3FN), s));
+          v128.store(p, f32x4.mul(decMiniV(i32x4.extend_high_i16x8_u(lo), 3, 7, 8, E4M3FN), s), 16);
+          v128.store(p, f32x4.mul(decMiniV(i32x4.extend_low_i16x8_u(hi), 3, 7, 8, E4M3FN), s), 32);
+          v128.store(p, f32x4.mul(decMiniV(i32x4.extend_high_i16x8_u(hi), 3, 7, 8, E4M3FN), s), 48);
+        }
+      } else if (code == I8 || code == U8) {
         for (; i + 16 <= len; i += 16) {
           const v = v128.load(x + i);
           const lo = code == I8 ? i16x8.extend_low_i8x16_s(v) : i16x8.extend_low_i8x16_u(v);
@@ -940,7 +1003,8 @@ function quantGeneric(
         const s = v128.load(sp + (i << 2));
         const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(0);
         let v: v128;
-        if (code == I8) v = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(x + i))));
+        if (code == E4M3FN) v = decMiniV(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(x + i))), 3, 7, 8, E4M3FN);
+        else if (code == I8) v = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(x + i))));
         else if (code == U8) v = f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(x + i))));
         else v = v128.load(x + (i << 2));
         v128.store(y + (i << 2), f32x4.mul(f32x4.sub(v, z), s));
@@ -951,7 +1015,8 @@ function quantGeneric(
     const off: usize = sI == 0 ? 0 : i << 2;
     const s = load<f32>(sp + off), z = zp != 0 ? load<f32>(zp + off) : <f32>0;
     let v: f32;
-    if (code == I8) v = <f32>load<i8>(x + i);
+    if (code == E4M3FN) v = e4m3fnBitsToF32(<u32>load<u8>(x + i));
+    else if (code == I8) v = <f32>load<i8>(x + i);
     else if (code == U8) v = <f32>load<u8>(x + i);
     else v = load<f32>(x + (i << 2));
     store<f32>(y + (i << 2), (v - z) * s);
@@ -984,14 +1049,15 @@ function quantGeneric(
 
 /**
  * DequantizeLinear over the folded view: y = (x − z) · s in float32. x is int8 (code 3),
- * uint8 (2) or float32 (1: any other type, decoded exactly by the host first; x may then
+ * uint8 (2), float8e4m3fn (17, z ignored: it is zero) or float32 (1: any other type, decoded exactly by the host first; x may then
  * be y itself: the kernel works in place).
  */
 export function dequantizeF32(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
   sO: i32, sD: i32, sI: i32, code: i32,
 ): void {
-  if (code == I8) dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8);
+  if (code == E4M3FN) dqLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN);
+  else if (code == I8) dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8);
   else if (code == U8) dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, U8);
   else dqLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, F32);
 }

@@ -123,7 +123,8 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
           const ns = size(st.scaleShape);
           const range = isFloatQ(out) ? 600 : Number(INT_RANGES[out][1]) * 3;
           const xs = Array.from({ length: n }, (_, i) => (i % 17 === 5 ? 2.5 : i % 23 === 7 ? -0.5 : (next() * 2 - 1) * range));
-          const ss = Array.from({ length: ns }, () => 0.25 + next() * 4);
+          // half the scales powers of two (the kernels then multiply by the exact reciprocal)
+          const ss = Array.from({ length: ns }, () => (next() < 0.5 ? 2 ** Math.floor(next() * 8 - 4) : 0.25 + next() * 4));
           const x = floatData(xType, xs);
           const s = floatData(sType, ss);
           const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);

@@ -56,10 +56,28 @@ const isIntLike = (d: DTypeInfo): boolean => d.kind === 'int' || d.kind === 'uin
 /** Byte address of element `start` of a tensor (start is a multiple of 4 for packed types). */
 const addr = (t: Tensor, start: number): number => t.byteOffset + (start * t.info.bits) / 8;
 
+/** Single-pass kernels for the common conversions (each its own optimized export). */
+const FROM_F32: Partial<Record<DType, string>> = {
+  float8e4m3fn: 'quantizeF32ToE4m3', float8e4m3fnuz: 'castF32ToE4m3fnuz', float8e5m2: 'castF32ToE5m2',
+  float8e5m2fnuz: 'castF32ToE5m2fnuz', float16: 'castF32ToF16', bfloat16: 'castF32ToBf16',
+};
+const TO_F32: Partial<Record<DType, string>> = {
+  float8e4m3fn: 'dequantizeE4m3ToF32', float8e4m3fnuz: 'castE4m3fnuzToF32', float8e5m2: 'castE5m2ToF32',
+  float8e5m2fnuz: 'castE5m2fnuzToF32', float16: 'castF16ToF32', bfloat16: 'castBf16ToF32',
+};
+
 function castNumeric(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mode: number): void {
   const e = ctx.exports;
   const n = x.size;
   const src = x.info, dst = y.info;
+  if (src.name === 'float32' && FROM_F32[dst.name]) {
+    e[FROM_F32[dst.name]!](x.byteOffset, y.byteOffset, n, saturate ? 1 : 0);
+    return;
+  }
+  if (dst.name === 'float32' && TO_F32[src.name]) {
+    e[TO_F32[src.name]!](x.byteOffset, y.byteOffset, n);
+    return;
+  }
   // Identity, except that saturating float8e5m2 → float8e5m2 maps ±Inf to ±max (Cast's table).
   if (src.name === dst.name && !(saturate && src.name === 'float8e5m2')) {
     new Uint8Array(ctx.memory.buffer).copyWithin(y.byteOffset, x.byteOffset, x.byteOffset + x.byteLength);
@@ -379,7 +397,7 @@ const dequantizeLinear: OpDef = {
 
     const n = x!.size;
     const count = scale!.size;
-    const direct = x!.dtype === 'int8' || x!.dtype === 'uint8';
+    const direct = x!.dtype === 'int8' || x!.dtype === 'uint8' || x!.dtype === 'float8e4m3fn';
     const needY32 = out !== 'float32';
     const bits = x!.info.bits;
     const scratchBytes = 2 * align16(count * 4) + align16(count) + (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + 64;
