@@ -420,6 +420,21 @@ export function appendInt8Rows(
 
 // ---- attention over one sequence's cache ---------------------------------------------
 
+/** Widens one cache row of `kind` (D elements at src) into D floats at dst, scaled by `mul` (int8) or exact. */
+@inline function widenRow(dst: usize, src: usize, D: usize, kind: i32, mul: f32): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (kind == 3) {
+      const m = f32x4.splat(mul);
+      for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), f32x4.mul(i8x4ToF32(src + i), m));
+    } else {
+      for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), halfToF32x4(v128.load16x4_u(src + (i << 1)), kind));
+    }
+  }
+  if (kind == 3) for (; i < D; i++) st(dst, i, <f32>load<i8>(src + i) * mul);
+  else for (; i < D; i++) st(dst, i, halfToF32(<u32>load<u16>(src + (i << 1)), kind));
+}
+
 /** Four int8 at p → f32x4. */
 @inline function i8x4ToF32(p: usize): v128 {
   return f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))));
@@ -488,7 +503,7 @@ export function appendInt8Rows(
  *   window: 0 = position p is cache row p (kvLen ≤ N); else N = window, row p mod N holds
  *           the latest position ≡ p, and only positions ≥ kvLen − window are present.
  *   A query that sees no position outputs zeros.
- *   scores: (Hq / Hkv)·N floats of scratch.
+ *   scores: (Hq / Hkv)·N + D floats of scratch.
  * y = Σ_p softmax(scale · q·k_p) v_p over the visible positions (max-subtracted softmax).
  */
 export function attendF32(
@@ -536,6 +551,8 @@ export function attendI8(
   const rowBytes = kind == 0 ? dd << 2 : kind == 3 ? dd : dd << 1;
   const group = Hkv > 0 ? Hq / Hkv : 1;
   const G = <usize>group;
+  // D floats after the scores: one K or V row widened to float32 (low-precision caches)
+  const rowBuf = scores + ((G * nn) << 2);
   let lo = 0;
   if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
   for (let hk = 0; hk < Hkv; hk++) {
@@ -560,8 +577,15 @@ export function attendI8(
       for (let i: usize = 0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const kr = kh + slot * rowBytes;
-        const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
-        for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * ks);
+        if (kind == 0 || kind == 3 || G == 1) {
+          const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
+          for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * ks);
+        } else {
+          // float16 / bfloat16: widen the row once (exactly), then G float32 dot products from L1
+          // (int8 widens cheaply enough in the dot product itself, measured)
+          widenRow(rowBuf, kr, dd, kind, kind == 3 ? ld(ksh, slot) : 1);
+          for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, rowBuf, dd, 0) * scale);
+        }
       }
       for (let g: usize = 0; g < G; g++) {
         const sg = scores + ((g * cnt) << 2);
@@ -579,8 +603,13 @@ export function attendI8(
       for (let i: usize = 0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const vr = vh + slot * rowBytes;
-        const vs: f32 = kind == 3 ? ld(vsh, slot) : 1;
-        for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, kind == 3 ? ld(scores, g * cnt + i) * vs : ld(scores, g * cnt + i), dd, kind);
+        if (kind == 0 || kind == 3 || G == 1) {
+          const vs: f32 = kind == 3 ? ld(vsh, slot) : 1;
+          for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, kind == 3 ? ld(scores, g * cnt + i) * vs : ld(scores, g * cnt + i), dd, kind);
+        } else {
+          widenRow(rowBuf, vr, dd, kind, kind == 3 ? ld(vsh, slot) : 1);
+          for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, rowBuf, ld(scores, g * cnt + i), dd, 0);
+        }
       }
     }
   }

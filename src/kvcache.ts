@@ -353,7 +353,7 @@ export class KVCache {
       this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
       return out;
     }
-    const scores = this.ek.scratch(this.rows * 4 * (Hq / Hkv));
+    const scores = this.ek.scratch(4 * (this.rows * (Hq / Hkv) + D));
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
     const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : this.dtype === 'bfloat16' ? kern.attendBF16 : kern.attendI8;
     const scaleSeq = Hkv * N * 4;
