@@ -71,6 +71,16 @@ const LN2: f64 = 0.6931471805599453;
   }
 }
 
+/** The first carry of an exclusive scan without init: the identity, except +0.0 (not −0.0)
+ *  for float add, so that an exclusive cumulative sum starts at +0 as in ONNX / NumPy. */
+@inline function seed<T, O>(): T {
+  if (isFloat<T>() && sizeof<O>() == 1 && !isSigned<O>()) {
+    return <T>0.0;
+  } else {
+    return identity<T, O>();
+  }
+}
+
 @inline function identity<T, O>(): T {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
@@ -260,7 +270,7 @@ const LN2: f64 = 0.6931471805599453;
       if (excl) {
         if (s == 0) {
           if (ib != 0) memory.copy(yt, ib, rowBytes);
-          else fillRow<T>(yt, id, I);
+          else fillRow<T>(yt, seed<T, O>(), I);
         } else {
           rowOp<T, O>(yt, prevY, prevX, I);
         }
@@ -274,7 +284,7 @@ const LN2: f64 = 0.6931471805599453;
       const lt = last + o * rowBytes;
       if (N == 0) {
         if (ib != 0) memory.copy(lt, ib, rowBytes);
-        else fillRow<T>(lt, id, I);
+        else fillRow<T>(lt, excl ? seed<T, O>() : id, I);
       } else if (excl) {
         rowOp<T, O>(lt, prevY, prevX, I);
       } else {
@@ -290,7 +300,7 @@ const LN2: f64 = 0.6931471805599453;
   const id = identity<T, O>();
   for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * sz, yb = y + o * N * sz;
-    let c: T = init == 0 ? id : load<T>(init + o * sz);
+    let c: T = init == 0 ? (excl ? seed<T, O>() : id) : load<T>(init + o * sz);
     let i: usize = 0; // elements done
     if (ASC_FEATURE_SIMD) {
       const L: usize = 16 / sz;
@@ -501,7 +511,7 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
   const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
   const n = <usize>N, l = <usize>I;
   for (let o: usize = 0; o < <usize>O; o++) {
-    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, -0.0);
+    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, excl ? 0.0 : -0.0);
     for (let s: usize = 0; s < n; s++) {
       const t = rev ? n - 1 - s : s;
       const base = (o * n + t) * l * 2;

@@ -172,7 +172,9 @@ function asTensor(ek: Kernels, v: unknown, what: string, temps: Tensor[]): Tenso
     return v;
   }
   const p = v as PlainTensor;
-  const t = ek.tensor(dtypeInfo(p.dtype ?? p.type, `${what}.dtype`).name, checkShape(p.shape ?? p.dims, `${what}.shape`), p.data);
+  // A view of the linear memory would be detached if the allocation grows the memory: copy it first.
+  const data = ArrayBuffer.isView(p.data) && p.data.buffer === ek.memory.buffer ? (p.data as Float64Array).slice() : p.data;
+  const t = ek.tensor(dtypeInfo(p.dtype ?? p.type, `${what}.dtype`).name, checkShape(p.shape ?? p.dims, `${what}.shape`), data);
   temps.push(t);
   return t;
 }

@@ -109,6 +109,24 @@ describe('CumSum against the reference', () => {
     expect(Number.isNaN(f16ToF32(y.data[2]))).toBe(true);
   });
 
+  it('signed zeros: an exclusive sum starts at +0, an inclusive sum of -0 stays -0', () => {
+    for (const dtype of ['float32', 'float64', 'float16', 'bfloat16'] as const) {
+      const negZero = dtype === 'float16' || dtype === 'bfloat16' ? 0x8000 : -0;
+      for (const shape of [[9], [9, 2], [2, 9]]) {
+        const axis = shape.length === 2 && shape[0] === 2 ? 1 : 0;
+        const x = { dtype, shape, data: new Array(18).fill(negZero).slice(0, sizeOf(shape)) };
+        const ax = { dtype: 'int32', shape: [], data: [axis] };
+        const show = (d: ArrayLike<number>) => Array.from(d, (v) => (dtype === 'float16' || dtype === 'bfloat16' ? (v === 0x8000 ? '-0' : String(v)) : Object.is(v, -0) ? '-0' : String(v)));
+        for (const reverse of [0, 1]) {
+          const [inc] = ek.run('CumSum', [x, ax], { reverse }) as [{ data: ArrayLike<number> }];
+          expect(new Set(show(inc.data)), `${dtype} ${shape} inclusive`).toEqual(new Set(['-0']));
+          const [exc] = ek.run('CumSum', [x, ax], { exclusive: 1, reverse }) as [{ data: ArrayLike<number> }];
+          expect(show(exc.data).includes('-0'), `${dtype} ${shape} exclusive`).toBe(false);
+        }
+      }
+    }
+  });
+
   it('writes into a given output tensor and allocates nothing else', () => {
     const x = ek.tensor('float32', [4, 3], Array.from({ length: 12 }, (_, i) => i));
     const axis = ek.tensor('int32', [], [0]);

@@ -76,7 +76,8 @@ export function refScan(
   const last = new Array<number>(O * I).fill(0);
   for (let o = 0; o < O; o++) {
     for (let i = 0; i < I; i++) {
-      let c = init ? init[o * I + i] : identityOf(op, dtype);
+      // an exclusive float sum without init starts at +0 (ONNX / NumPy), not the identity −0
+      let c = init ? init[o * I + i] : exclusive && op === 'add' && dtype !== 'int32' ? 0 : identityOf(op, dtype);
       for (let s = 0; s < N; s++) {
         const t = reverse ? N - 1 - s : s;
         const k = (o * N + t) * I + i;
@@ -197,7 +198,7 @@ export function refCumsumHalf(
   const ys = new Array<number>(O * N * I).fill(0);
   for (let o = 0; o < O; o++) {
     for (let i = 0; i < I; i++) {
-      let c = -0;
+      let c = exclusive ? 0 : -0;
       for (let s = 0; s < N; s++) {
         const t = reverse ? N - 1 - s : s;
         const k = (o * N + t) * I + i;
