@@ -418,6 +418,73 @@ export function appendInt8Rows(
   }
 }
 
+// float8e4m3fn (bias 7, 3 mantissa bits, largest finite 448 = 0x7e, NaN 0x7f, no Inf).
+// Decode, exact: (b & 0x7f) << 20 puts exponent and mantissa into the f32 fields with bias 7,
+// i.e. the value times 2^−120; multiplying by 2^120 restores it (subnormals included).
+// Encode (round to nearest even, saturating to ±448 — inputs here are |x| ≤ 448 by the
+// per-row scale, up to rounding): below 2^−6 (the subnormal range) adding 2^14, whose f32
+// ulp is the e4m3 subnormal quantum 2^−9, lets the FPU round; the low bits are then the
+// pattern (8 = the smallest normal). Otherwise rebias the exponent (−120 · 2^23), add the
+// half-even increment at bit 20 (0x7ffff + bit 20) and shift right by 20.
+const F8_SCALE: f32 = reinterpret<f32>(0x7b800000); // 2^120
+const F8_MAGIC: f32 = 16384; // 2^14
+
+@inline function f32ToE4m3(x: f32): u32 {
+  const u = reinterpret<u32>(x);
+  const sign = (u >> 24) & 0x80;
+  const a = u & 0x7fffffff;
+  let o: u32;
+  if (a > 0x7f800000) o = 0x7f;
+  else if (a < 0x3c800000) o = reinterpret<u32>(reinterpret<f32>(a) + F8_MAGIC) - reinterpret<u32>(F8_MAGIC);
+  else {
+    o = (a - 0x3c000000 + 0x7ffff + ((a >> 20) & 1)) >> 20;
+    if (o > 0x7e) o = 0x7e;
+  }
+  return o | sign;
+}
+
+@inline function e4m3ToF32(b: u32): f32 {
+  return reinterpret<f32>(reinterpret<u32>(reinterpret<f32>((b & 0x7f) << 20) * F8_SCALE) | ((b & 0x80) << 24));
+}
+
+/** Four e4m3 bytes at p → f32x4 (exact; NaN not expected). */
+@inline function e4m3x4ToF32(p: usize): v128 {
+  const b = i32x4.extend_low_i16x8_u(i16x8.extend_low_i8x16_u(v128.load32_zero(p)));
+  const mag = f32x4.mul(i32x4.shl(v128.and(b, i32x4.splat(0x7f)), 20), f32x4.splat(F8_SCALE));
+  return v128.or(mag, i32x4.shl(v128.and(b, i32x4.splat(0x80)), 24));
+}
+
+/**
+ * KV-cache append into a float8e4m3fn cache with one float32 scale per (token, head) row:
+ * scale = max|x| / 448, byte = e4m3(x / scale) rounded to nearest even (saturating), so
+ * x ≈ e4m3(byte) · scale; a zero row stores scale 0 and zeros. Addressing as appendInt8Rows.
+ */
+export function appendE4m3Rows(
+  cache: usize, scales: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
+  circular: bool, packed: bool,
+): void {
+  const n = <usize>N, h = <usize>H, d = <usize>D;
+  for (let b = 0; b < B; b++) {
+    const start = <usize>load<i32>(writeIdx + (<usize>b << 2));
+    const t0 = <usize>load<i32>(lengths + (<usize>b << 2));
+    const count = <usize>load<i32>(lengths + (<usize>b << 2), 4) - t0;
+    for (let j: usize = 0; j < h; j++) {
+      for (let s: usize = 0; s < count; s++) {
+        let pos = start + s;
+        if (circular && pos >= n) pos -= n;
+        const row = (<usize>b * h + j) * n + pos;
+        const dst = cache + row * d;
+        const src = update + ((packed ? (t0 + s) * h + j : (<usize>b * h + j) * <usize>S + s) * d << 2);
+        let amax: f32 = 0;
+        for (let i: usize = 0; i < d; i++) amax = max(amax, abs(ld(src, i)));
+        const scale: f32 = amax / 448;
+        st(scales, row, scale);
+        for (let i: usize = 0; i < d; i++) store<u8>(dst + i, <u8>(scale > 0 ? f32ToE4m3(ld(src, i) / scale) : 0));
+      }
+    }
+  }
+}
+
 // ---- attention over one sequence's cache ---------------------------------------------
 
 /** Widens one cache row of `kind` (D elements at src) into D floats at dst, scaled by `mul` (int8) or exact. */
@@ -427,11 +494,15 @@ export function appendInt8Rows(
     if (kind == 3) {
       const m = f32x4.splat(mul);
       for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), f32x4.mul(i8x4ToF32(src + i), m));
+    } else if (kind == 4) {
+      const m = f32x4.splat(mul);
+      for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), f32x4.mul(e4m3x4ToF32(src + i), m));
     } else {
       for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), halfToF32x4(v128.load16x4_u(src + (i << 1)), kind));
     }
   }
   if (kind == 3) for (; i < D; i++) st(dst, i, <f32>load<i8>(src + i) * mul);
+  else if (kind == 4) for (; i < D; i++) st(dst, i, e4m3ToF32(<u32>load<u8>(src + i)) * mul);
   else for (; i < D; i++) st(dst, i, halfToF32(<u32>load<u16>(src + (i << 1)), kind));
 }
 
@@ -534,6 +605,15 @@ export function attendBF16(
  * Row i dequantizes as k_i = kq_i · kScale_i, so q·k_i = kScale_i · (q·kq_i) and
  * p_i v_i = (p_i · vScale_i) · vq_i: one multiply per key instead of per element.
  */
+/** attendI8 over a float8e4m3fn cache (bytes) with per-(token, head) scales kScales, vScales (Hkv, N). */
+export function attendE4m3(
+  out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
+  kScales: usize, vScales: usize,
+): void {
+  attendImpl(4, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
+}
+
 export function attendI8(
   out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
@@ -548,7 +628,7 @@ export function attendI8(
   kScales: usize, vScales: usize,
 ): void {
   const dd = <usize>D, nn = <usize>N, dBytes = dd << 2;
-  const rowBytes = kind == 0 ? dd << 2 : kind == 3 ? dd : dd << 1;
+  const rowBytes = kind == 0 ? dd << 2 : kind >= 3 ? dd : dd << 1;
   const group = Hkv > 0 ? Hq / Hkv : 1;
   const G = <usize>group;
   // D floats after the scores: one K or V row widened to float32 (low-precision caches)
@@ -577,13 +657,13 @@ export function attendI8(
       for (let i: usize = 0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const kr = kh + slot * rowBytes;
-        if (kind == 0 || kind == 3 || G == 1) {
+        if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
           const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
           for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * ks);
         } else {
           // float16 / bfloat16: widen the row once (exactly), then G float32 dot products from L1
           // (int8 widens cheaply enough in the dot product itself, measured)
-          widenRow(rowBuf, kr, dd, kind, kind == 3 ? ld(ksh, slot) : 1);
+          widenRow(rowBuf, kr, dd, kind, kind >= 3 ? ld(ksh, slot) : 1);
           for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, rowBuf, dd, 0) * scale);
         }
       }
@@ -603,11 +683,11 @@ export function attendI8(
       for (let i: usize = 0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const vr = vh + slot * rowBytes;
-        if (kind == 0 || kind == 3 || G == 1) {
+        if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
           const vs: f32 = kind == 3 ? ld(vsh, slot) : 1;
           for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, vr, kind == 3 ? ld(scores, g * cnt + i) * vs : ld(scores, g * cnt + i), dd, kind);
         } else {
-          widenRow(rowBuf, vr, dd, kind, kind == 3 ? ld(vsh, slot) : 1);
+          widenRow(rowBuf, vr, dd, kind, kind >= 3 ? ld(vsh, slot) : 1);
           for (let g: usize = 0; g < G; g++) axpy(os + g * qStep, rowBuf, ld(scores, g * cnt + i), dd, 0);
         }
       }

@@ -77,19 +77,19 @@ export default async function (h) {
     const mask = { dtype: 'int32', shape: [1, L], data: new Int32Array(L).fill(1) };
     mask.data[L - 1] = 0;
     const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, float32 cache`;
-    for (const dtype of ['float32', 'float16', 'bfloat16', 'int8']) {
+    for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']) {
       const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
       cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
-      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' ? 1 : 2);
+      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' || dtype === 'float8e4m3fn' ? 1 : 2);
       // int8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
-      for (const impl of dtype === 'int8' ? ['auto'] : ['TRT_Attention', 'builtin']) {
+      for (const impl of dtype === 'int8' || dtype === 'float8e4m3fn' ? ['auto'] : ['TRT_Attention', 'builtin']) {
         const step = () => {
           cache.append(0, k, v);
           cache.attend(0, q, { out, impl });
           cache.reset(); cache.setLengthsFromMask(mask);
         };
         const label = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, ${dtype} cache`;
-        h.emit({ suite: 'kvcache decode', case: label, impl: impl === 'builtin' ? 'edgekernels-builtin' : 'edgekernels', stats: await h.time(step, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: `attend impl ${impl === 'auto' ? 'builtin (int8)' : impl}` });
+        h.emit({ suite: 'kvcache decode', case: label, impl: impl === 'builtin' ? 'edgekernels-builtin' : 'edgekernels', stats: await h.time(step, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: `attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
       }
       cache.dispose();
     }

@@ -31,7 +31,7 @@ export interface KVCacheOptions {
   headDim: number;
   /** Cache rows per sequence (without window), or the longest allowed sequence (with window; default unbounded). */
   capacity?: number;
-  /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' with one float32 scale per (token, head) row (float8e4m3fn is not implemented yet). */
+  /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' / 'float8e4m3fn' with one float32 scale per (token, head) row. */
   dtype?: string;
   /** Query heads of a decode step (default kvHeads): sizes the query buffer allocated up front, so decode steps allocate nothing. */
   queryHeads?: number;
@@ -65,10 +65,12 @@ export interface AttendOptions {
 export const TRT_ATTENTION_MIN_WORK = 1 << 20;
 
 const MAX_LEN = 0x7fffffff;
-const STORAGE = ['float32', 'float16', 'bfloat16', 'int8'] as const;
+const STORAGE = ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const;
 type StorageDtype = (typeof STORAGE)[number];
 /** Kernel `kind` of each storage dtype (assembly/llm.ts). */
-const KIND: Record<StorageDtype, number> = { float32: 0, float16: 1, bfloat16: 2, int8: 3 };
+const KIND: Record<StorageDtype, number> = { float32: 0, float16: 1, bfloat16: 2, int8: 3, float8e4m3fn: 4 };
+/** Storage dtypes quantized per (token, head) row with a float32 scale. */
+const SCALED = (d: StorageDtype) => d === 'int8' || d === 'float8e4m3fn';
 
 function bad(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
   throw new KernelError(code, msg);
@@ -115,9 +117,9 @@ export class KVCache {
     this.kvHeads = posInt(opts.kvHeads, 'kvHeads');
     this.headDim = posInt(opts.headDim, 'headDim');
     const dtype = opts.dtype ?? 'float32';
-    if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16', 'bfloat16' or 'int8' (float8e4m3fn storage is not implemented yet), got ${show(dtype)}`);
+    if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16', 'bfloat16', 'int8' or 'float8e4m3fn', got ${show(dtype)}`);
     this.dtype = dtype as StorageDtype;
-    this.elemBytes = this.dtype === 'float32' ? 4 : this.dtype === 'int8' ? 1 : 2;
+    this.elemBytes = this.dtype === 'float32' ? 4 : SCALED(this.dtype) ? 1 : 2;
     if (opts.window !== undefined) {
       this.window = posInt(opts.window, 'window');
       this.capacity = opts.capacity === undefined ? MAX_LEN : posInt(opts.capacity, 'capacity');
@@ -135,7 +137,7 @@ export class KVCache {
     const qh = opts.queryHeads === undefined ? this.kvHeads : posInt(opts.queryHeads, 'queryHeads');
     let meta: Tensor | null = null;
     try {
-      if (this.dtype === 'int8') this.scales = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]);
+      if (SCALED(this.dtype)) this.scales = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]);
       meta = ek.tensor('int32', [2 * this.batch + 1]);
       this.qbuf = ek.tensor('float32', [this.batch * qh * this.headDim]);
     } catch (e) {
@@ -240,12 +242,13 @@ export class KVCache {
     m.set(st);
     m.set(cu, B);
     const kDst = this.layerPtr(L, 0), vDst = this.layerPtr(L, 1);
-    if (this.dtype === 'int8') {
+    if (SCALED(this.dtype)) {
       // float32 rows quantized per (token, head) row as they are written, scales beside the cache.
       const circ = this.window ? 1 : 0;
+      const fn = this.dtype === 'int8' ? kern.appendInt8Rows : kern.appendE4m3Rows;
       if (S > 0) {
-        kern.appendInt8Rows(kDst, this.scalePtr(L, 0), k.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0);
-        kern.appendInt8Rows(vDst, this.scalePtr(L, 1), v.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0);
+        fn(kDst, this.scalePtr(L, 0), k.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0);
+        fn(vDst, this.scalePtr(L, 1), v.byteOffset, B, H, N, packed ? 0 : S, D, starts, cum, circ, packed ? 1 : 0);
       }
     } else if (k.dtype !== this.dtype) {
       // float32 rows into a half-precision cache: converted (round to nearest even) as they are written.
@@ -349,13 +352,13 @@ export class KVCache {
     for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
     const impl = opts.impl ?? 'auto';
     const trt = impl === 'TRT_Attention' || (impl === 'auto' && work >= TRT_ATTENTION_MIN_WORK);
-    if (trt && this.dtype !== 'int8' && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
+    if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
       this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
       return out;
     }
     const scores = this.ek.scratch(4 * (this.rows * (Hq / Hkv) + D));
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
-    const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : this.dtype === 'bfloat16' ? kern.attendBF16 : kern.attendI8;
+    const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : this.dtype === 'bfloat16' ? kern.attendBF16 : this.dtype === 'int8' ? kern.attendI8 : kern.attendE4m3;
     const scaleSeq = Hkv * N * 4;
     const kL = this.layerPtr(L, 0), vL = this.layerPtr(L, 1);
     let t0 = 0;
@@ -480,12 +483,12 @@ export class KVCache {
     return this.scales!.byteOffset + (layer * 2 + kv) * this.batch * this.kvHeads * this.rows * 4;
   }
 
-  /** int8 caches: the per-(token, head) scales of layer's keys, a float32 view [B, Hkv, rows] (k ≈ keys · scale). */
+  /** int8 / float8e4m3fn caches: the per-(token, head) scales of layer's keys, a float32 view [B, Hkv, rows] (k ≈ keys · scale). */
   keyScales(layer: number): Tensor {
     return this.scaleView(layer, 0);
   }
 
-  /** int8 caches: the per-(token, head) scales of layer's values. */
+  /** int8 / float8e4m3fn caches: the per-(token, head) scales of layer's values. */
   valueScales(layer: number): Tensor {
     return this.scaleView(layer, 1);
   }
@@ -493,7 +496,7 @@ export class KVCache {
   private scaleView(layer: number, kv: 0 | 1): Tensor {
     this.assertAlive();
     const L = this.checkLayer(layer, kv ? 'valueScales' : 'keyScales');
-    if (!this.scales) bad('INVALID_ARGUMENT', `kvCache.${kv ? 'valueScales' : 'keyScales'}: only int8 caches have scales (this one is ${this.dtype})`);
+    if (!this.scales) bad('INVALID_ARGUMENT', `kvCache.${kv ? 'valueScales' : 'keyScales'}: only int8 and float8e4m3fn caches have scales (this one is ${this.dtype})`);
     return new Tensor(this.ek, dtypeInfo('float32'), [this.batch, this.kvHeads, this.rows], this.scalePtr(L, kv));
   }
 
@@ -523,8 +526,8 @@ export class KVCache {
     if (!(t instanceof Tensor)) bad('INVALID_ARGUMENT', `kvCache ${what}: expected a package Tensor (float32), got ${show(t)}`);
     t.assertAlive(`kvCache ${what}`);
     if (t.owner !== this.ek) bad('INVALID_ARGUMENT', `kvCache ${what}: the tensor belongs to another instance`);
-    if (t.dtype !== 'float32' && !(kvRows && t.dtype === this.dtype && this.dtype !== 'int8')) {
-      bad('INVALID_DTYPE', `kvCache ${what}: expected dtype float32${kvRows && this.dtype !== 'float32' && this.dtype !== 'int8' ? ` or ${this.dtype} (the cache's)` : ''}, got ${t.dtype}`);
+    if (t.dtype !== 'float32' && !(kvRows && t.dtype === this.dtype && !SCALED(this.dtype))) {
+      bad('INVALID_DTYPE', `kvCache ${what}: expected dtype float32${kvRows && this.dtype !== 'float32' && !SCALED(this.dtype) ? ` or ${this.dtype} (the cache's)` : ''}, got ${t.dtype}`);
     }
     if (overlaps(t, this.storage) && what !== 'q') bad('ALIASING', `kvCache ${what}: overlaps the cache storage`);
   }

@@ -73,7 +73,7 @@ describe('KVCache construction and views', () => {
   it('rejects bad options', () => {
     expectKernelError(() => ek.kvCache({ layers: 0, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 }), 'INVALID_ARGUMENT', /layers/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4 }), 'INVALID_ARGUMENT', /capacity/);
-    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'float8e4m3fn' }), 'INVALID_DTYPE', /not implemented/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'float8e5m2' }), 'INVALID_DTYPE', /float8e4m3fn/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, window: 8 }), 'INVALID_ARGUMENT', />= window/);
   });
 });
@@ -183,8 +183,31 @@ function int8Row(row: number[]): [number[], number] {
   const scale = Math.fround(amax / 127);
   return [r.map((x) => (scale > 0 ? Math.min(127, Math.max(-127, rne(Math.fround(x / scale)))) : 0)), scale];
 }
+/** e4m3fn value of every pattern 0..0x7e (positive), for the reference encoder. */
+const E4M3 = Array.from({ length: 0x7f }, (_, p) => { const e = p >> 3, m = p & 7; return e === 0 ? m * 2 ** -9 : (1 + m / 8) * 2 ** (e - 7); });
+/** Independent float8e4m3fn round-to-nearest-even (saturating to 448): the pattern. */
+function toE4m3(x: number): number {
+  const a = Math.abs(x), sign = x < 0 ? 0x80 : 0;
+  let best = 0;
+  for (let p = 1; p < E4M3.length; p++) {
+    const d = Math.abs(E4M3[p] - a), db = Math.abs(E4M3[best] - a);
+    if (d < db || (d === db && (p & 1) === 0 && (best & 1) === 1)) best = p;
+  }
+  return a === 0 ? 0 : sign | best;
+}
+/** float8e4m3fn row quantization (reference): scale = max|x| / 448, bytes = e4m3(x / scale). */
+function e4m3Row(row: number[]): [number[], number] {
+  const r = row.map(Math.fround);
+  const amax = Math.max(0, ...r.map(Math.abs));
+  const scale = Math.fround(amax / 448);
+  return [r.map((x) => (scale > 0 ? toE4m3(Math.fround(x / scale)) : 0)), scale];
+}
 /** A cache row as the kernels read it back. */
 const quantRow = (row: number[], dtype: string): number[] => {
+  if (dtype === 'float8e4m3fn') {
+    const [q, sc] = e4m3Row(row);
+    return q.map((p) => (p & 0x80 ? -1 : 1) * E4M3[p & 0x7f] * sc);
+  }
   if (dtype !== 'int8') return row.map((x) => quantize(x, dtype));
   const [q, sc] = int8Row(row);
   return q.map((v) => v * sc);
@@ -227,6 +250,38 @@ describe('half-precision caches (float16, bfloat16)', () => {
   });
 });
 
+describe('float8e4m3fn cache', () => {
+  it('append quantizes each (token, head) row with scale max|x|/448, e4m3 round to nearest even, as Cast does', () => {
+    const rnd = lcg(23);
+    const H = 2, D = 40;
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: H, headDim: D, capacity: 2, dtype: 'float8e4m3fn' });
+    // head 0: values spanning normals, subnormals (after scaling) and exact ties; head 1 random
+    const rows = [
+      Array.from({ length: D }, (_, i) => (i === 0 ? -448 : i < 10 ? (i % 2 ? 1 : -1) * 2 ** -(i + 3) : i < 20 ? 1 + (i - 10) / 16 + 1 / 32 : (i - 20) * 7.3)),
+      Array.from({ length: D }, () => rnd() * 5),
+    ];
+    const k = ek.tensor('float32', [1, H, 1, D], rows.flat());
+    try {
+      c.append(0, k, k);
+      c.advance();
+      const kq = c.keys(0).data as Uint8Array, ks = c.keyScales(0).data as Float32Array;
+      expect(c.keys(0).dtype).toBe('float8e4m3fn');
+      for (let h = 0; h < H; h++) {
+        const [q, sc] = e4m3Row(rows[h]);
+        expect(ks[h * 2], `scale h${h}`).toBe(sc);
+        expect(Array.from(kq.subarray(h * 2 * D, h * 2 * D + D)), `bytes h${h}`).toEqual(q);
+        // the package's Cast (saturating) agrees on the scaled values
+        const scaled = rows[h].map((x) => Math.fround(Math.fround(x) / sc));
+        const [cast] = ek.run('Cast', [{ dtype: 'float32', shape: [D], data: scaled }], { to: 'float8e4m3fn', saturate: 1 }) as Tensor[];
+        expect(Array.from(cast.data as Uint8Array)).toEqual(q);
+        cast.dispose();
+      }
+    } finally {
+      c.dispose(); k.dispose();
+    }
+  });
+});
+
 describe('int8 cache', () => {
   it('append quantizes each (token, head) row with scale max|x|/127, round half to even, in the write pass', () => {
     const rnd = lcg(17);
@@ -259,19 +314,21 @@ describe('int8 cache', () => {
 });
 
 describe('half-precision caches against the float32 cache', () => {
-  it('attend outputs agree within the documented tolerance (float16 2e-3, bfloat16 and int8 2e-2, for |k|,|v| <= 1)', () => {
+  it('attend outputs agree within the documented tolerance (float16 2e-3, bfloat16 and int8 2e-2, float8e4m3fn 6e-2, for |k|,|v| <= 1)', () => {
     const B = 2, Hkv = 2, Hq = 8, D = 64, L = 40, rnd = lcg(21);
-    const caches = (['float32', 'float16', 'bfloat16', 'int8'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, capacity: L, dtype }));
+    const caches = (['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, capacity: L, dtype }));
     const k = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
     const v = ek.tensor('float32', [B, Hkv, L, D], new Float32Array(B * Hkv * L * D).map(() => rnd()));
     const q = ek.tensor('float32', [B, Hq, L, D], new Float32Array(B * Hq * L * D).map(() => rnd()));
     try {
       const outs = caches.map((c) => { c.append(0, k, v); const o = c.attend(0, q); c.advance(); return o; });
-      const [f32, f16, bf16, i8] = outs.map((o) => o.data as Float32Array);
-      let e16 = 0, eb16 = 0, ei8 = 0;
+      const [f32, f16, bf16, i8, f8] = outs.map((o) => o.data as Float32Array);
+      let e16 = 0, eb16 = 0, ei8 = 0, ef8 = 0;
       for (let i = 0; i < f32.length; i++) {
         e16 = Math.max(e16, Math.abs(f16[i] - f32[i])); eb16 = Math.max(eb16, Math.abs(bf16[i] - f32[i])); ei8 = Math.max(ei8, Math.abs(i8[i] - f32[i]));
+        ef8 = Math.max(ef8, Math.abs(f8[i] - f32[i]));
       }
+      expect(ef8).toBeLessThan(6e-2);
       expect(e16).toBeLessThan(2e-3);
       expect(eb16).toBeLessThan(2e-2);
       expect(ei8).toBeLessThan(2e-2);
@@ -283,7 +340,7 @@ describe('half-precision caches against the float32 cache', () => {
   });
 });
 
-for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16', 'int8'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
+for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
   let ek: Kernels;
   beforeAll(async () => {
     ek = await init({ build });

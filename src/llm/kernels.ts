@@ -19,6 +19,8 @@ export interface LlmKernels {
     kScales?: number, vScales?: number,
   ): void;
   attendI8: LlmKernels['attendF32'];
+  attendE4m3: LlmKernels['attendF32'];
+  appendE4m3Rows: LlmKernels['appendInt8Rows'];
   appendInt8Rows(cache: number, scales: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number): void;
   attendF16: LlmKernels['attendF32'];
   attendBF16: LlmKernels['attendF32'];
