@@ -27,6 +27,21 @@ const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
 let passed = 0, failed = 0, skipped = 0;
+const notes = [];
+
+// Every child is tracked; a watchdog ends the whole run (children included) if anything hangs.
+const children = new Set();
+const track = (child) => {
+  children.add(child);
+  child.on('close', () => children.delete(child));
+  return child;
+};
+setTimeout(() => {
+  console.log('\nruntimes: watchdog — the run took over 8 minutes; stopping');
+  for (const c of children) c.kill('SIGKILL');
+  console.log(`runtimes: ${passed} passed, ${failed + 1} failed`);
+  process.exit(1);
+}, 8 * 60_000).unref();
 const failures = [];
 function record(name, ok, detail = '') {
   if (ok) passed++;
@@ -45,7 +60,7 @@ function loadCases() {
 /** Runs a command with a time limit; resolves { code, stdout, stderr, timedOut }. */
 function runProcess(cmd, args, { timeoutMs = 60_000, env = {} } = {}) {
   return new Promise((resolve) => {
-    const child = spawn(cmd, args, { cwd: root, env: { ...process.env, HOME: process.env.HOME || tmpdir(), NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = track(spawn(cmd, args, { cwd: root, env: { ...process.env, HOME: process.env.HOME || tmpdir(), NO_COLOR: '1', ...env }, stdio: ['ignore', 'pipe', 'pipe'] }));
     let stdout = '', stderr = '', timedOut = false;
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
@@ -79,17 +94,32 @@ function recordReport(name, report) {
   record(`${name}: suite (${report.passed} checks, build ${report.build}${report.entry ? `, entry dist/${report.entry}` : ''}, ops ${report.ops?.join(' ')})`, report.failed === 0 && report.passed > 0, report.failures?.join('\n'));
 }
 
-const f32 = (hex) => {
+/** Decodes an output's hex bytes into numbers (float dtypes only; null for the others). */
+function floats(dtype, hex) {
   const u = new Uint8Array(hex.length / 2);
   for (let i = 0; i < u.length; i++) u[i] = parseInt(hex.slice(2 * i, 2 * i + 2), 16);
-  return new Float32Array(u.buffer, 0, u.length >> 2);
-};
+  if (dtype === 'float32') return new Float32Array(u.buffer, 0, u.length >> 2);
+  if (dtype === 'float64') return new Float64Array(u.buffer, 0, u.length >> 3);
+  if (dtype === 'float16' || dtype === 'bfloat16') {
+    const h = new Uint16Array(u.buffer, 0, u.length >> 1);
+    const f = new Float32Array(1), w = new Uint32Array(f.buffer);
+    return Array.from(h, (x) => {
+      if (dtype === 'bfloat16') {
+        w[0] = x << 16;
+        return f[0];
+      }
+      const sg = x & 0x8000 ? -1 : 1, e = (x >> 10) & 0x1f, m = x & 0x3ff;
+      return e === 0 ? sg * m * 2 ** -24 : e === 31 ? (m ? NaN : sg * Infinity) : sg * (1 + m / 1024) * 2 ** (e - 15);
+    });
+  }
+  return null;
+}
 
 /** Compares the outputs of two reports: bit-exact for copies/conversions, tolerance for float reductions. */
 function compareOutputs(label, a, b) {
   if (!a || !b) return;
   const bMap = new Map(b.outputs.map((o) => [`${o.op}|${o.name}`, o]));
-  const problems = [];
+  const problems = [], inexact = [], signedZero = [];
   let compared = 0;
   for (const o of a.outputs) {
     const p = bMap.get(`${o.op}|${o.name}`);
@@ -99,19 +129,32 @@ function compareOutputs(label, a, b) {
     }
     compared++;
     if (o.hex === p.hex) continue;
-    if (EXACT_OPS.includes(o.op) || o.dtype !== 'float32' || o.hex.startsWith('[')) {
+    const x = o.hex.startsWith('[') ? null : floats(o.dtype, o.hex), y = x && floats(p.dtype, p.hex);
+    if (EXACT_OPS.includes(o.op) || !x || !y) {
       problems.push(`${o.op} ${o.name}: bytes differ (must be bit-exact)`);
       continue;
     }
-    const x = f32(o.hex), y = f32(p.hex);
+    // float reductions: within FLOAT_TOLERANCE (half types: the conformance rule, 1e-3 + 1e-2·|x|)
+    const half = o.dtype === 'float16' || o.dtype === 'bfloat16';
+    const abs = half ? 1e-3 : FLOAT_TOLERANCE.abs, rel = half ? 1e-2 : FLOAT_TOLERANCE.rel;
+    let within = true;
     for (let i = 0; i < x.length; i++) {
       if (Number.isNaN(x[i]) && Number.isNaN(y[i])) continue;
-      if (!(Math.abs(x[i] - y[i]) <= FLOAT_TOLERANCE.abs + FLOAT_TOLERANCE.rel * Math.abs(x[i]))) {
+      if (!(Math.abs(x[i] - y[i]) <= abs + rel * Math.abs(x[i]))) {
         problems.push(`${o.op} ${o.name}[${i}]: ${x[i]} vs ${y[i]}`);
+        within = false;
         break;
       }
     }
+    if (within) {
+      const i = Array.from(x).findIndex((v, j) => !Object.is(v, y[j]));
+      const zeroSign = i >= 0 && x[i] === 0 && y[i] === 0;
+      const show = (v) => (Object.is(v, -0) ? '-0' : String(v));
+      (zeroSign ? signedZero : inexact).push(`${o.op} ${o.name}${i >= 0 ? ` [${i}]: ${show(x[i])} vs ${show(y[i])}` : ''}`);
+    }
   }
+  if (inexact.length) notes.push(`${label}: ${inexact.length} float outputs within tolerance but not bit-identical (e.g. ${inexact[0]})`);
+  if (signedZero.length) notes.push(`${label}: differ only in the sign of a zero: ${signedZero.join('; ')}`);
   record(`${label}: ${compared} outputs agree`, problems.length === 0 && compared > 0 && a.outputs.length === b.outputs.length, problems.slice(0, 10).join('\n') || `${a.outputs.length} vs ${b.outputs.length} outputs`);
 }
 
@@ -131,7 +174,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** Starts workerd on a config, waits until it answers, runs fn(baseUrl), stops it. */
 async function withWorkerd(config, fn) {
   const port = await freePort();
-  const child = spawn(bin('workerd'), ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = track(spawn(bin('workerd'), ['serve', config, '--socket-addr', `http=127.0.0.1:${port}`], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] }));
   let log = '';
   child.stdout.on('data', (d) => (log += d));
   child.stderr.on('data', (d) => (log += d));
@@ -449,6 +492,7 @@ if (!haveChromium && !process.env.CI) {
   record(`examples agree across runtimes (${names.join(', ')})`, !!ref && names.length >= 2 && bad.length === 0, bad.map((n) => `${n}: ${JSON.stringify(exampleResults[n].y)} vs node ${JSON.stringify(ref?.y)}`).join('\n'));
 }
 
+if (notes.length) console.log(`\nnotes (not failures):\n- ${notes.join('\n- ')}`);
 if (failures.length) console.log(`\nfailures:\n- ${failures.join('\n- ')}`);
 console.log(`\nruntimes: ${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
 process.exitCode = failed ? 1 : 0;
