@@ -11,7 +11,8 @@ let state = null;
 export default {
   async fetch(request) {
     if (new URL(request.url).pathname !== '/') return new Response('not found', { status: 404 });
-    state ??= init().then((ek) => ({ ek, dec: createDecoder(ek) }));
+    // A Worker has 128 MB: cap the wasm memory well inside it (allocations past it throw OUT_OF_MEMORY).
+    state ??= init({ maximumMemory: 64 << 20 }).then((ek) => ({ ek, dec: createDecoder(ek) }));
     const { ek, dec } = await state;
     if (dec.position === 64) return new Response('cache full', { status: 409 });
     const y = dec.step();
