@@ -148,11 +148,66 @@ const LN2: f64 = 0.6931471805599453;
   return v128.bitselect(same, r, f32x4.eq(a, b));
 }
 
-/** logaddexp, 2 × f64: lane by lane with the scalar routine (libm-accurate). */
+/** exp(d) for d ≤ 0 (NaN propagates), 2 × f64: as expNegF32x4 with fdlibm's ln2 split
+ *  (ln2_hi has 32 trailing zero bits, so n·ln2_hi is exact for |n| < 2^20), the Taylor
+ *  polynomial to r^13 (truncation ≤ 0.347^14/14! ≈ 4e-18) and 2^n built in the exponent
+ *  field through i64 lanes. d < −708 gives 0 (e^−708 ≈ 3e-308 is the last normal). */
+@inline function expNegF64x2(d: v128): v128 {
+  const dc = f64x2.max(d, f64x2.splat(-708.0));
+  const n = f64x2.nearest(f64x2.mul(dc, f64x2.splat(1.4426950408889634)));
+  let r = f64x2.sub(dc, f64x2.mul(n, f64x2.splat(6.93147180369123816490e-01)));
+  r = f64x2.sub(r, f64x2.mul(n, f64x2.splat(1.90821492927058770002e-10)));
+  let p = f64x2.splat(1.0 / 6227020800.0);
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 479001600.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 39916800.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 3628800.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 362880.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 40320.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 5040.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 720.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 120.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 24.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 6.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(0.5));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0));
+  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0));
+  const ni = i64x2.extend_low_i32x4_s(i32x4.trunc_sat_f64x2_s_zero(n));
+  const scale = i64x2.shl(i64x2.add(ni, i64x2.splat(1023)), 52);
+  return v128.andnot(f64x2.mul(p, scale), f64x2.lt(d, f64x2.splat(-708.0)));
+}
+
+/** log1p(e) for e in [0, 1], 2 × f64: 2·atanh(e / (2 + e)) as in log1pUnitF32x4, the series
+ *  to s^33 (next term ≤ 2·(1/3)^35/35 ≈ 1e-18, below half an ulp of log 2). */
+@inline function log1pUnitF64x2(e: v128): v128 {
+  const s = f64x2.div(e, f64x2.add(e, f64x2.splat(2.0)));
+  const s2 = f64x2.mul(s, s);
+  let q = f64x2.splat(1.0 / 33.0);
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 31.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 29.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 27.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 25.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 23.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 21.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 19.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 17.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 15.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 13.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 11.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 9.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 7.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 5.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 3.0));
+  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0));
+  return f64x2.mul(f64x2.add(s, s), q);
+}
+
+/** logaddexp, 2 × f64 (see laeF64 for the special cases; NaN propagates through max). */
 @inline function laeF64x2(a: v128, b: v128): v128 {
-  const lo = laeF64(f64x2.extract_lane(a, 0), f64x2.extract_lane(b, 0));
-  const hi = laeF64(f64x2.extract_lane(a, 1), f64x2.extract_lane(b, 1));
-  return f64x2.replace_lane(f64x2.splat(lo), 1, hi);
+  const m = f64x2.max(a, b);
+  const d = f64x2.neg(f64x2.abs(f64x2.sub(a, b)));
+  const r = f64x2.add(m, log1pUnitF64x2(expNegF64x2(d)));
+  const same = f64x2.add(a, f64x2.splat(LN2));
+  return v128.bitselect(same, r, f64x2.eq(a, b));
 }
 
 @inline function vop<T, O>(a: v128, b: v128): v128 {

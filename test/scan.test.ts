@@ -215,24 +215,27 @@ describe('scan: fused combiners against the reference', () => {
     }
   });
 
-  it('logaddexp float32 kernel accuracy: within 3 units of (ulp of the result + 2^-24 * max|arg|)', () => {
-    const n = 50000;
-    const r = rng(11);
-    const A = new Float32Array(n), B = new Float32Array(n);
-    for (let i = 0; i < n; i++) {
-      A[i] = (r() - 0.5) * [1e-3, 1, 10, 100, 1e4][i % 5];
-      B[i] = A[i] + (r() - 0.5) * [1e-6, 0.1, 3, 30, 200][Math.floor(i / 5) % 5];
+  it('logaddexp kernel accuracy (float32, float64): within 3 units of ulp(result) + eps/2 * (max|arg| + 1)', () => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      const n = 50000;
+      const r = rng(11);
+      const A = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n), B = dtype === 'float32' ? new Float32Array(n) : new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        A[i] = (r() - 0.5) * [1e-3, 1, 10, 100, 1e4][i % 5];
+        B[i] = A[i] + (r() - 0.5) * [1e-6, 0.1, 3, 30, 2000][Math.floor(i / 5) % 5];
+      }
+      const [y, y2] = ek.combine.logaddexp({ dtype, shape: [n], data: A }, { dtype, shape: [n], data: B });
+      const got = y.data as Float32Array;
+      const mant = dtype === 'float32' ? 23 : 52;
+      for (let i = 0; i < n; i++) {
+        const w = logaddexp(A[i], B[i]);
+        const ulp = 2 ** (Math.floor(Math.log2(Math.max(Math.abs(w), 2 ** -126))) - mant);
+        const unit = ulp + 2 ** -(mant + 1) * (Math.max(Math.abs(A[i]), Math.abs(B[i])) + 1);
+        if (!(Math.abs(got[i] - w) <= 3 * unit)) expect.fail(`${dtype} logaddexp(${A[i]}, ${B[i]}): got ${got[i]}, want ${w}`);
+      }
+      y.dispose();
+      y2.dispose();
     }
-    const [y, y2] = ek.combine.logaddexp({ dtype: 'float32', shape: [n], data: A }, { dtype: 'float32', shape: [n], data: B });
-    const got = y.data as Float32Array;
-    for (let i = 0; i < n; i++) {
-      const w = logaddexp(A[i], B[i]);
-      const ulp = 2 ** (Math.floor(Math.log2(Math.max(Math.abs(w), 2 ** -126))) - 23);
-      const unit = ulp + 2 ** -24 * Math.max(Math.abs(A[i]), Math.abs(B[i]));
-      if (!(Math.abs(got[i] - w) <= 3 * unit)) expect.fail(`logaddexp(${A[i]}, ${B[i]}): got ${got[i]}, want ${w}`);
-    }
-    y.dispose();
-    y2.dispose();
   });
 
   it('max / min propagate NaN and order -0 < +0 like Math.max / Math.min', () => {
