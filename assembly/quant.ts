@@ -179,7 +179,14 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   const magic = i32x4.splat((151 - bias - <i32>M) << 23);
   const den = i32x4.sub(f32x4.add(u, magic), magic);
   let mag = v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat((128 - bias) << 23)));
-  mag = i32x4.min_u(mag, i32x4.splat(lim));
+  // When the NaN code is the clamp code, or the one above it, the clamp produces it: a NaN
+  // input's code is above every finite code (its exponent is all ones), so min_u with the
+  // clamp — raised by one for NaN lanes in the second case — lands on it, saving a select.
+  const nanIsClamp = nanCode == lim && !f16nan && (nanSigned || fnuz);
+  const nanAboveClamp = nanCode == lim + 1 && !f16nan && (nanSigned || fnuz);
+  let limV = i32x4.splat(lim);
+  if (nanAboveClamp) limV = i32x4.sub(limV, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
+  mag = i32x4.min_u(mag, limV);
   const sign = i32x4.shl(i32x4.shr_u(b, 31), tb - 1);
   let r: v128;
   if (fnuz) {
@@ -188,6 +195,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   } else {
     r = v128.or(mag, sign);
   }
+  if (nanIsClamp || nanAboveClamp) return r;
   let nan = i32x4.splat(nanCode);
   if (f16nan) {
     // numpy: 0x7C00 | the payload's top 10 bits, made non-zero so it stays a NaN
@@ -268,21 +276,25 @@ function encodeF8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): voi
 
 /** Cast float32 → float8e4m3fn (n values); saturate 1: out of range → ±448, else NaN. */
 export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E4M3FN, saturate);
+  if (saturate) loopEncode8(src, dst, n, E4M3FN, true);
+  else loopEncode8(src, dst, n, E4M3FN, false);
 }
 // One standalone export per hot conversion: each is optimized on its own (the host calls
 // them directly; the generic switch below is for the pivot stages).
 /** Cast float32 → float8e4m3fnuz (saturate: ±240, else NaN 0x80). */
 export function castF32ToE4m3fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E4M3FNUZ, saturate);
+  if (saturate) loopEncode8(src, dst, n, E4M3FNUZ, true);
+  else loopEncode8(src, dst, n, E4M3FNUZ, false);
 }
 /** Cast float32 → float8e5m2 (saturate: ±57344, else ±Inf). */
 export function castF32ToE5m2(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E5M2, saturate);
+  if (saturate) loopEncode8(src, dst, n, E5M2, true);
+  else loopEncode8(src, dst, n, E5M2, false);
 }
 /** Cast float32 → float8e5m2fnuz (saturate: ±57344, else NaN 0x80). */
 export function castF32ToE5m2fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E5M2FNUZ, saturate);
+  if (saturate) loopEncode8(src, dst, n, E5M2FNUZ, true);
+  else loopEncode8(src, dst, n, E5M2FNUZ, false);
 }
 
 /** Cast float32 → float16 (round to nearest even; overflow → ±Inf). */
@@ -951,7 +963,8 @@ export function quantizeF32(
   // precision read at run time, loop-invariant branches) for the rest.
   if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false);
   else if (prec == F32 && code == U8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, U8, saturate, F32, lo, hi, false);
-  else if (prec == F32 && code == E4M3FN) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, saturate, F32, 0, 0, false);
+  else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false);
+  else if (prec == F32 && code == E4M3FN) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, false, F32, 0, 0, false);
   else quantGeneric(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide);
 }
 
