@@ -216,10 +216,16 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   const vBytes = job.concat ? pad16(job.concat.B * job.concat.H * (job.concat.P + job.concat.S) * job.concat.Dv * bytesOf(V.dtype)) : 0;
   const planForSize: AttentionPlan = { ...plan, q: 0, k: 0, v: 0, out: 0, qk: job.qkMode != null ? { ptr: 1, mode: job.qkMode, cols: job.qkCols ?? 0, bs: 0, hs: 0 } : null };
   const kernelBytes = attentionPlanScratch(ctx, planForSize);
-  const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
-  const concatInScratch = !!job.concat && (outs[1] === null || outs[2] === null);
+  // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
+  // a failing scratch request then leaves no freshly allocated output behind
+  const produced = (i: number) => {
+    const r = requests[i];
+    return job.outSpecs[i] != null && (r === true || (r !== null && r !== undefined) || (r === undefined && job.defaults[i]));
+  };
+  const concatInScratch = !!job.concat && (!produced(1) || !produced(2));
   const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + kernelBytes + 16;
   const s0 = (ctx.scratch(total) + 15) & ~15;
+  const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
   let sp = s0;
   // present / concatenation
   let kPtr = K.byteOffset, vPtr = V.byteOffset;
