@@ -26,29 +26,52 @@ function randomF32(n, seed) {
 export default async function (h) {
   const { ek } = h;
   const fast = process.env.BENCH_FAST === '1';
-  const opts = { minMs: fast ? 150 : 400, maxRuns: fast ? 30 : 100 };
   // Every implementation (ours and the wasm / native peers) first runs for `warmMs`, so
   // the engines' optimizing tiers (V8's TurboFan for wasm) are measured, not the baseline.
+  // The implementations of one case are then timed in interleaved rounds (a few runs of
+  // each, in turn), so a change of machine load hits all of them alike and the ratios hold.
   const warmMs = fast ? 200 : 500;
-  const time = async (fn) => {
-    const t0 = performance.now();
-    while (performance.now() - t0 < warmMs) await fn();
-    return h.time(fn, opts);
+  const rounds = fast ? 4 : 8, perRound = 3;
+  const stats = (xs) => {
+    xs.sort((a, b) => a - b);
+    const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+    return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
+  };
+  /** impls: [{ impl, fn, bytes?, flops? }] → emits one row per impl. */
+  const measure = async (suite, name, impls) => {
+    for (const m of impls) {
+      const t0 = performance.now();
+      while (performance.now() - t0 < warmMs) await m.fn();
+      m.samples = [];
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const m of impls) {
+        for (let k = 0; k < perRound; k++) {
+          const t0 = performance.now();
+          await m.fn();
+          m.samples.push(performance.now() - t0);
+        }
+      }
+    }
+    for (const m of impls) h.emit({ suite, case: name, impl: m.impl, stats: stats(m.samples), bytes: m.bytes, flops: m.flops });
   };
 
-  /** ORT peers running ONNX Attention with the given feeds. */
-  const ortPeers = async (suite, name, inputs, outputs, attributes, feeds, extra) => {
+  /** ORT peers running ONNX Attention with the given feeds: [{ impl, fn }] (missing peers left out). */
+  const ortPeers = async (name, inputs, outputs, attributes, feeds, extra) => {
     const model = h.onnxModel({ op: 'Attention', opset: 23, inputs, outputs, attributes });
+    const out = [];
     for (const impl of ['web', 'node']) {
       const peer = h.ort[impl];
       if (!peer) continue;
       try {
-        const run = (await peer.session(model)).prepare(feeds);
-        h.emit({ suite, case: name, impl: `ort-${impl}`, stats: await time(run), ...extra });
+        const fn = (await peer.session(model)).prepare(feeds);
+        await fn();
+        out.push({ impl: `ort-${impl}`, fn, ...extra });
       } catch (e) {
         console.error(`# ort-${impl} ${name}: ${e.message.split('\n')[0]}`);
       }
     }
+    return out;
   };
 
   // ---- decode: GQA 32 q heads over 8 kv heads, D = 128, 4096 cached tokens ----
@@ -62,17 +85,21 @@ export default async function (h) {
     const Y = ek.tensor('float32', [1, Hq, 1, D]);
     const bytes = 2 * Hkv * L * D * 4;
     const flops = 2 * 2 * Hq * L * D;
-    h.emit({ suite: 'Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('Attention', [Q, K, V], {}, { outputs: [Y] })), bytes, flops });
     // memcpy of 64 MiB: its GB/s column is the traffic rate (bytes read + written per
     // second), the figure our K+V bytes-read rate is held against
-    h.emit({ suite: 'Attention', case: name, impl: 'memcpy 64 MiB (GB/s = read+write traffic)', stats: await h.memcpy(64 << 20, opts), bytes: 2 * (64 << 20) });
+    const src = new Uint8Array(64 << 20).fill(1), dst = new Uint8Array(64 << 20);
     const shapes = [
       { name: 'Q', dtype: 'float32', shape: [1, Hq, 1, D] },
       { name: 'K', dtype: 'float32', shape: [1, Hkv, L, D] },
       { name: 'V', dtype: 'float32', shape: [1, Hkv, L, D] },
     ];
-    await ortPeers('Attention', name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, Hq, 1, D] }], {},
+    const peers = await ortPeers(name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, Hq, 1, D] }], {},
       { Q: { dtype: 'float32', shape: [1, Hq, 1, D], data: q }, K: { dtype: 'float32', shape: [1, Hkv, L, D], data: k }, V: { dtype: 'float32', shape: [1, Hkv, L, D], data: v } }, { bytes, flops });
+    await measure('Attention', name, [
+      { impl: 'edgekernels', fn: () => ek.run('Attention', [Q, K, V], {}, { outputs: [Y] }), bytes, flops },
+      { impl: 'memcpy 64 MiB (GB/s = read+write traffic)', fn: () => dst.set(src), bytes: 2 * (64 << 20) },
+      ...peers,
+    ]);
 
     // the same step over float16 and bfloat16 caches (converted in registers)
     for (const dt of ['float16', 'bfloat16']) {
@@ -80,15 +107,20 @@ export default async function (h) {
       const kd = K16.data, vd = V16.data;
       const r = rng(7);
       for (let i = 0; i < kd.length; i++) { kd[i] = dt === 'float16' ? 0x3800 | Math.floor(r() * 1024) : 0x3f00 | Math.floor(r() * 128); vd[i] = kd[(i * 7) % kd.length]; }
-      h.emit({ suite: 'Attention', case: `${name} (K/V ${dt})`, impl: 'edgekernels', stats: await time(() => ek.run('TRT_Attention', [Q, K16, V16], {}, { outputs: [Y] })), bytes: bytes / 2, flops });
+      await measure('Attention', `${name} (K/V ${dt})`, [
+        { impl: 'edgekernels', fn: () => ek.run('TRT_Attention', [Q, K16, V16], {}, { outputs: [Y] }), bytes: bytes / 2, flops },
+        { impl: 'edgekernels K/V float32', fn: () => ek.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] }), bytes, flops },
+      ]);
       K16.dispose(); V16.dispose();
     }
 
     // TRT_QuantizedAttention (fp8 and int8 probabilities) against TRT_Attention, same shape
     const qname = `QAttention decode ${Hq}q/${Hkv}kv D=${D} L=${L}`;
     for (const type of ['fp8', 'int8']) {
-      h.emit({ suite: 'TRT_QuantizedAttention', case: `${qname} ${type}`, impl: 'edgekernels', stats: await time(() => ek.run('TRT_QuantizedAttention', [Q, K, V], { normalization_quantize_to_type: type }, { outputs: [Y] })), bytes, flops });
-      h.emit({ suite: 'TRT_QuantizedAttention', case: `${qname} ${type}`, impl: 'TRT_Attention same shape', stats: await time(() => ek.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] })), bytes, flops });
+      await measure('TRT_QuantizedAttention', `${qname} ${type}`, [
+        { impl: 'edgekernels', fn: () => ek.run('TRT_QuantizedAttention', [Q, K, V], { normalization_quantize_to_type: type }, { outputs: [Y] }), bytes, flops },
+        { impl: 'TRT_Attention same shape', fn: () => ek.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] }), bytes, flops },
+      ]);
     }
     for (const t of [Q, K, V, Y]) t.dispose();
   }
@@ -102,10 +134,13 @@ export default async function (h) {
     const Q = ek.tensor('float32', [1, H, S, D], q), K = ek.tensor('float32', [1, H, S, D], k), V = ek.tensor('float32', [1, H, S, D], v);
     const Y = ek.tensor('float32', [1, H, S, D]);
     const flops = 2 * 2 * H * ((S * (S + 1)) / 2) * D;
-    h.emit({ suite: 'Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] })), flops });
     const shapes = ['Q', 'K', 'V'].map((nm) => ({ name: nm, dtype: 'float32', shape: [1, H, S, D] }));
-    await ortPeers('Attention', name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, H, S, D] }], { is_causal: 1 },
+    const peers = await ortPeers(name, shapes, [{ name: 'Y', dtype: 'float32', shape: [1, H, S, D] }], { is_causal: 1 },
       { Q: { dtype: 'float32', shape: [1, H, S, D], data: q }, K: { dtype: 'float32', shape: [1, H, S, D], data: k }, V: { dtype: 'float32', shape: [1, H, S, D], data: v } }, { flops });
+    await measure('Attention', name, [
+      { impl: 'edgekernels', fn: () => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] }), flops },
+      ...peers,
+    ]);
     for (const t of [Q, K, V, Y]) t.dispose();
   }
 
@@ -122,7 +157,6 @@ export default async function (h) {
     const QL = ek.tensor('int32', [9], cum), KL = ek.tensor('int32', [9], cum);
     const flops = lens.reduce((a, L) => a + 2 * 2 * H * ((L * (L + 1)) / 2) * D, 0);
     const attrs = { query_form: 'packed_nhd', kv_form: 'packed_nhd', causal_kind: 'lower_right' };
-    h.emit({ suite: 'TRT_Attention', case: name, impl: 'edgekernels', stats: await time(() => ek.run('TRT_Attention', [Q, K, V, null, QL, KL], attrs, { outputs: [Y] })), flops });
     // the same sequences one by one, each padded [1, H, L, D]
     const singles = lens.map((L, i) => {
       const sl = (a) => {
@@ -135,7 +169,10 @@ export default async function (h) {
     const oneByOne = () => {
       for (const [a, b, c, y] of singles) ek.run('TRT_Attention', [a, b, c], { causal_kind: 'lower_right' }, { outputs: [y] });
     };
-    h.emit({ suite: 'TRT_Attention', case: name, impl: 'edgekernels one by one (sum)', stats: await time(oneByOne), flops });
+    await measure('TRT_Attention', name, [
+      { impl: 'edgekernels', fn: () => ek.run('TRT_Attention', [Q, K, V, null, QL, KL], attrs, { outputs: [Y] }), flops },
+      { impl: 'edgekernels one by one (sum)', fn: oneByOne, flops },
+    ]);
     for (const t of [Q, K, V, Y, QL, KL, ...singles.flat()]) t.dispose();
   }
 }
