@@ -73,7 +73,7 @@ process.stdout.write('\n');
 const memAfter = ek.stats().memoryBytes;
 
 console.error(`achieved tok/s: ${res.tokensPerSecond.toFixed(1)} (${res.steps} positions, ${res.promptTokens.length} prompt tokens)`);
-console.error(`KV cache: ${model.cache.bytes} bytes (${c.nLayers} layers × K,V × ${model.cache.kvHeads} heads × ${model.cache.capacity} × ${model.cache.headDim} ${model.cache.dtype}) at byte offset ${cacheOffset}`);
+console.error(`KV cache: ${model.cache.bytes} bytes (${c.nLayers} layers × K,V × ${model.cache.kvHeads} heads × ${model.cache.capacity} × ${model.cache.headDim} ${model.cache.dtype}${model.cache.dtype === 'int8' || model.cache.dtype === 'float8e4m3fn' ? ', plus one float32 scale per row' : ''}) at byte offset ${cacheOffset}`);
 const ok = moved === 0 && model.cache.byteOffset === cacheOffset && memAfter === memBefore;
 console.error(`cache check: ${ok ? 'OK' : 'FAILED'} — byteOffset ${cacheOffset} → ${model.cache.byteOffset}, memory ${memBefore} → ${memAfter} bytes over ${res.steps} steps`);
 model.dispose();

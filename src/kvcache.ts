@@ -152,9 +152,9 @@ export class KVCache {
     this.views = new Array<Tensor | null>(2 * this.layers).fill(null);
   }
 
-  /** Bytes of the cache storage (all layers, keys and values). */
+  /** Bytes of the cache storage (all layers, keys and values, and the scales of int8 / fp8 caches). */
   get bytes(): number {
-    return this.storage.byteLength;
+    return this.storage.byteLength + (this.scales ? this.scales.byteLength : 0);
   }
 
   /** Where the storage lives in the linear memory (it never moves). */

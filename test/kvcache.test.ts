@@ -300,6 +300,7 @@ describe('int8 cache', () => {
       c.advance();
       const kq = c.keys(0).data as Int8Array, ks = c.keyScales(0).data as Float32Array;
       expect(c.keys(0).dtype).toBe('int8');
+      expect(c.bytes).toBe(2 * 2 * H * 4 * D + 2 * 2 * H * 4 * 4); // int8 rows + float32 scales
       for (let b = 0; b < 2; b++) for (let h = 0; h < H; h++) {
         const [q, sc] = int8Row(rows[b * H + h]);
         expect(ks[(b * H + h) * 4], `scale b${b} h${h}`).toBe(sc);
