@@ -517,6 +517,30 @@ describe('scan: tensorsLive after = before + returned', () => {
   });
 });
 
+describe('scan: ownership of what the combine function returns', () => {
+  it('a tensor captured from outside and returned as nextCarry / y is copied, never taken or disposed', () => {
+    const captured = ek.tensor('float32', [2], [7, 8]);
+    const live = ek.stats().tensorsLive;
+    const [c, ys] = ek.scan(() => [captured, { dtype: 'float32', shape: [2], data: [1, 2] }], ek.tensor('float32', [2]), ek.tensor('float32', [3, 2]));
+    expect(captured.disposed).toBe(false);
+    expect(Array.from(captured.data)).toEqual([7, 8]);
+    expect(c).not.toBe(captured);
+    expect(Array.from(c.data)).toEqual([7, 8]);
+    expect(Array.from(ys.data)).toEqual([1, 2, 1, 2, 1, 2]);
+    expect(ek.stats().tensorsLive).toBe(live + 2 + 2); // two inline inputs + c, ys
+  });
+
+  it('plain outputs are converted; a plain output viewing a fresh tensor of the call is copied before allocating', () => {
+    const [c, ys] = ek.scan((carry: Tensor, x: Tensor) => {
+      const t = ek.tensor('float64', [2], [(carry.data as Float64Array)[0] + (x.data as Float64Array)[0], 0]);
+      return [{ dtype: 'float64', shape: [2], data: t.data }, { type: 'float64', dims: [], data: [(x.data as Float64Array)[1]] }];
+    }, { dtype: 'float64', shape: [2], data: [0, 0] }, { dtype: 'float64', shape: [4, 2], data: [1, 10, 2, 20, 3, 30, 4, 40] });
+    expect(Array.from(c.data)).toEqual([10, 0]);
+    expect([...ys.shape]).toEqual([4]);
+    expect(Array.from(ys.data)).toEqual([10, 20, 30, 40]);
+  });
+});
+
 describe('linearScan', () => {
   it('h_t = a_t * h_{t-1} + b_t against the reference, every dim, reverse, tails', () => {
     let seed = 77;
