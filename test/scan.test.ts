@@ -541,6 +541,21 @@ describe('scan: ownership of what the combine function returns', () => {
   });
 });
 
+describe('scan: nested scans', () => {
+  it('a combine function may itself scan; only the returned tensors survive', () => {
+    const live = ek.stats().tensorsLive;
+    const x = { dtype: 'int32', shape: [3, 4], data: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12] };
+    const [c, ys] = ek.scan((carry: Tensor, row: Tensor) => {
+      const [rowSum, prefix] = ek.scan(ek.combine.add, ek.tensor('int32', []), row); // fused inner scan
+      const [next] = ek.combine.add(carry, rowSum);
+      return [next, prefix];
+    }, ek.tensor('int32', []), x);
+    expect(Array.from(c.data)).toEqual([78]);
+    expect(Array.from(ys.data)).toEqual([1, 3, 6, 10, 5, 11, 18, 26, 9, 19, 30, 42]);
+    expect(ek.stats().tensorsLive).toBe(live + 1 + 2); // the inline init + c, ys
+  });
+});
+
 describe('linearScan', () => {
   it('h_t = a_t * h_{t-1} + b_t against the reference, every dim, reverse, tails', () => {
     let seed = 77;
