@@ -301,5 +301,16 @@ describe('ONNX Attention matches the float64 reference', () => {
     const outs2 = ek.run('Attention', noPast, c.attrs, { outputs: [true, true, true] }) as (Tensor | null)[];
     outs2.slice(0, 3).forEach((t, i) => expectClose(t!, want2[i], `no past ${i}`));
     for (const t of outs2) t?.dispose();
+    // Y skipped: only the presents, or only qk_matmul_output (mode 3)
+    const onlyPresent = ek.run('Attention', c.inputs, c.attrs, { outputs: [null, true, true] }) as (Tensor | null)[];
+    expect(onlyPresent[0]).toBeNull();
+    expectClose(onlyPresent[1]!, want[1], 'present_key only');
+    for (const t of onlyPresent) t?.dispose();
+    const attrs3 = { ...c.attrs, qk_matmul_output_mode: 3 };
+    const want3 = refOnnx(c.inputs, attrs3);
+    const onlyQk = ek.run('Attention', c.inputs, attrs3, { outputs: [null, null, null, true] }) as (Tensor | null)[];
+    expect(onlyQk.slice(0, 3)).toEqual([null, null, null]);
+    expectClose(onlyQk[3]!, want3[3], 'qk only');
+    onlyQk[3]!.dispose();
   });
 });

@@ -223,7 +223,10 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     return job.outSpecs[i] != null && (r === true || (r !== null && r !== undefined) || (r === undefined && job.defaults[i]));
   };
   const concatInScratch = !!job.concat && (!produced(1) || !produced(2));
-  const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + kernelBytes + 16;
+  // Y skipped (options.outputs[0] = null) still needs rows to write: scratch
+  const ySpec = job.outSpecs[0]!;
+  const yScratch = produced(0) ? 0 : pad16(ySpec.shape.reduce((a, x) => a * x, 1) * bytesOf(ySpec.dtype)) + 16;
+  const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + kernelBytes + 16;
   const s0 = (ctx.scratch(total) + 15) & ~15;
   const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
   let sp = s0;
@@ -260,12 +263,20 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     }
     maskPlan = { ptr, mB: mask.strides[0], mH: mask.strides[1], mI: mask.strides[2], len: mask.len };
   }
-  const Y = outs[0]!;
-  if (job.zeroOut) Y.bytes().fill(0);
+  const Y = outs[0];
+  let yPtr = 0;
+  if (Y) {
+    yPtr = Y.byteOffset;
+    if (job.zeroOut) Y.bytes().fill(0);
+  } else {
+    yPtr = sp;
+    sp += yScratch;
+  }
   const qkT = job.qkMode != null ? outs[3] : null;
   const qk = qkT ? { ptr: qkT.byteOffset, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
-  const full: AttentionPlan = { ...plan, q: Q.byteOffset, k: kPtr, v: vPtr, out: Y.byteOffset, mask: maskPlan, qk };
-  if (full.seqs.length > 0 && full.Hq > 0 && Y.size + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
+  const full: AttentionPlan = { ...plan, q: Q.byteOffset, k: kPtr, v: vPtr, out: yPtr, mask: maskPlan, qk };
+  const ySize = ySpec.shape.reduce((a, x) => a * x, 1);
+  if (full.seqs.length > 0 && full.Hq > 0 && (Y ? ySize : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
   return outs;
 }
 
