@@ -112,7 +112,7 @@ export class Kernels implements TensorOwner, OpContext {
     const info = dtypeInfo(dtype, 'tensor dtype');
     const dims = checkShape(shape, 'tensor shape');
     const count = shapeSize(dims);
-    const values = data === undefined ? null : toDataArray(info, count, data, 'tensor');
+    const values = data === undefined ? null : toDataArray(info, count, this.detachable(data), 'tensor');
     const t = this.alloc(info.name, dims, values as string[] | null);
     if (values !== null && info.kind !== 'string') {
       (t.data as Float64Array).set(values as unknown as Float64Array);
@@ -323,11 +323,19 @@ export class Kernels implements TensorOwner, OpContext {
       return x;
     }
     const { info, shape } = plainMeta(x, what);
-    const data = toDataArray(info, shapeSize(shape), x.data, what);
+    const data = toDataArray(info, shapeSize(shape), this.detachable(x.data), what);
     const t = this.alloc(info.name, shape, info.kind === 'string' ? (data as string[]).slice() : null);
     temps.push(t);
     if (info.kind !== 'string') (t.data as TypedData as Float64Array).set(data as unknown as Float64Array);
     return t;
+  }
+
+  /**
+   * Data that views this instance's own memory would be detached if the allocation about
+   * to happen grows the memory: copy it out first.
+   */
+  private detachable<T>(data: T): T {
+    return ArrayBuffer.isView(data) && data.buffer === this.memory.buffer ? ((data as unknown as Uint8Array).slice() as unknown as T) : data;
   }
 
   private assertAlive(): void {

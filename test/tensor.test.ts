@@ -161,3 +161,14 @@ describe('worker-sized limits', () => {
     k.dispose();
   });
 });
+
+describe('data that views the instance’s own memory', () => {
+  it('ek.tensor copies it before an allocation that grows the memory', async () => {
+    const k = await init({ initialMemory: 65536 });
+    const a = k.tensor('float32', [8000], Array.from({ length: 8000 }, (_, i) => i));
+    const b = k.tensor('float32', [8000], a.data as Float32Array); // forces growth
+    expect(k.stats().memoryBytes).toBeGreaterThan(65536);
+    expect((b.data as Float32Array)[7999]).toBe(7999);
+    k.dispose();
+  });
+});
