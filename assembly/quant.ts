@@ -267,12 +267,6 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   for (; i < n; i++) store<u8>(dst + i, <u8>encodeMini(load<f32>(src + (i << 2)), k, saturate));
 }
 
-function encodeF8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): void {
-  if (k == E4M3FN) loopEncode8(src, dst, n, E4M3FN, saturate);
-  else if (k == E4M3FNUZ) loopEncode8(src, dst, n, E4M3FNUZ, saturate);
-  else if (k == E5M2) loopEncode8(src, dst, n, E5M2, saturate);
-  else loopEncode8(src, dst, n, E5M2FNUZ, saturate);
-}
 
 /** Cast float32 → float8e4m3fn (n values); saturate 1: out of range → ±448, else NaN. */
 export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bool): void {
@@ -283,18 +277,15 @@ export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bo
 // them directly; the generic switch below is for the pivot stages).
 /** Cast float32 → float8e4m3fnuz (saturate: ±240, else NaN 0x80). */
 export function castF32ToE4m3fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  if (saturate) loopEncode8(src, dst, n, E4M3FNUZ, true);
-  else loopEncode8(src, dst, n, E4M3FNUZ, false);
+  loopEncode8(src, dst, n, E4M3FNUZ, saturate);
 }
 /** Cast float32 → float8e5m2 (saturate: ±57344, else ±Inf). */
 export function castF32ToE5m2(src: usize, dst: usize, n: usize, saturate: bool): void {
-  if (saturate) loopEncode8(src, dst, n, E5M2, true);
-  else loopEncode8(src, dst, n, E5M2, false);
+  loopEncode8(src, dst, n, E5M2, saturate);
 }
 /** Cast float32 → float8e5m2fnuz (saturate: ±57344, else NaN 0x80). */
 export function castF32ToE5m2fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  if (saturate) loopEncode8(src, dst, n, E5M2FNUZ, true);
-  else loopEncode8(src, dst, n, E5M2FNUZ, false);
+  loopEncode8(src, dst, n, E5M2FNUZ, saturate);
 }
 
 /** Cast float32 → float16 (round to nearest even; overflow → ±Inf). */
@@ -546,12 +537,12 @@ function decodeF4Bytes(src: usize, dst: usize, n: usize): void {
 export function decodeToF32(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
   switch (code) {
     case F32: memory.copy(dst, src, n << 2); break;
-    case F16: decodeF16(src, dst, n); break;
-    case BF16: decodeBf16(src, dst, n); break;
-    case E4M3FN: loopDecode8(src, dst, n, E4M3FN); break;
-    case E4M3FNUZ: loopDecode8(src, dst, n, E4M3FNUZ); break;
-    case E5M2: loopDecode8(src, dst, n, E5M2); break;
-    case E5M2FNUZ: loopDecode8(src, dst, n, E5M2FNUZ); break;
+    case F16: castF16ToF32(src, dst, n); break;
+    case BF16: castBf16ToF32(src, dst, n); break;
+    case E4M3FN: dequantizeE4m3ToF32(src, dst, n); break;
+    case E4M3FNUZ: castE4m3fnuzToF32(src, dst, n); break;
+    case E5M2: castE5m2ToF32(src, dst, n); break;
+    case E5M2FNUZ: castE5m2fnuzToF32(src, dst, n); break;
     case E8M0: decodeE8m0(src, dst, n); break;
     case I8: loopIntToF32(src, dst, n, I8); break;
     case U8: case BOOL: loopIntToF32(src, dst, n, U8); break;
@@ -631,9 +622,13 @@ export function encodeFromF32(src: usize, dst: usize, n: usize, code: i32, satur
   switch (code) {
     case F32: memory.copy(dst, src, n << 2); break;
     case F64: for (let i: usize = 0; i < n; i++) store<f64>(dst + (i << 3), <f64>load<f32>(src + (i << 2))); break;
-    case F16: encodeF16(src, dst, n); break;
-    case BF16: encodeBf16(src, dst, n); break;
-    case E4M3FN: case E4M3FNUZ: case E5M2: case E5M2FNUZ: encodeF8(src, dst, n, code, saturate); break;
+    // the single-conversion exports (not inlined here: one compiled loop per conversion)
+    case F16: castF32ToF16(src, dst, n); break;
+    case BF16: castF32ToBf16(src, dst, n); break;
+    case E4M3FN: quantizeF32ToE4m3(src, dst, n, saturate); break;
+    case E4M3FNUZ: castF32ToE4m3fnuz(src, dst, n, saturate); break;
+    case E5M2: castF32ToE5m2(src, dst, n, saturate); break;
+    case E5M2FNUZ: castF32ToE5m2fnuz(src, dst, n, saturate); break;
     case E8M0: encodeE8m0(src, dst, n, saturate, roundMode); break;
     case F4: encodeF4Bytes(src, tmp, n); packBits(tmp, dst, n, 4); break;
     case BOOL: f32ToBool(src, dst, n); break;
@@ -962,9 +957,7 @@ export function quantizeF32(
   // Specialized (constant-folded) loops for the common cases; one generic loop (code and
   // precision read at run time, loop-invariant branches) for the rest.
   if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false);
-  else if (prec == F32 && code == U8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, U8, saturate, F32, lo, hi, false);
   else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false);
-  else if (prec == F32 && code == E4M3FN) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, false, F32, 0, 0, false);
   else quantGeneric(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide);
 }
 
