@@ -2,6 +2,8 @@
  * Decode-step kernels (assembly/llm.ts) against plain references, the llama2.c checkpoint
  * loader, the tokenizer, the sampler and a fixed-seed generation against a float64 forward.
  */
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as pkg from '../dist/index.js';
@@ -345,5 +347,23 @@ describe('Llama forward and generation', () => {
     } finally {
       m.dispose();
     }
+  });
+});
+
+describe('npm run demo (examples/demo.mjs)', () => {
+  it('generates text from the embedded model and reports tokens/s, cache bytes and an unmoved cache', () => {
+    const demo = fileURLToPath(new URL('../examples/demo.mjs', import.meta.url));
+    const run = (args: string[]) => spawnSync(process.execPath, [demo, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const a = run(['--steps', '24', '--seed', '3', '--prompt', 'ab']);
+    expect(a.status, a.stderr).toBe(0);
+    expect(a.stdout.startsWith('ab')).toBe(true); // the prompt's pieces are printed first, as run.c does
+    expect(a.stdout.length).toBeGreaterThan(3);
+    expect(a.stderr).toMatch(/random weights — the text is noise/);
+    expect(a.stderr).toMatch(/achieved tok\/s: \d/);
+    expect(a.stderr).toMatch(/KV cache: 262144 bytes/);
+    expect(a.stderr).toMatch(/cache check: OK/);
+    // a fixed seed reproduces the text; a bad flag is an error
+    expect(run(['--steps', '24', '--seed', '3', '--prompt', 'ab']).stdout).toBe(a.stdout);
+    expect(run(['--stepz', '3']).status).toBe(2);
   });
 });
