@@ -70,6 +70,14 @@ function castNumeric(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mo
   const e = ctx.exports;
   const n = x.size;
   const src = x.info, dst = y.info;
+  if (src.name === 'float32' && dst.name === 'float8e4m3fn' && saturate) {
+    // The quantize loop with an exact scale of 1 (x · 1 = x) measured faster than the plain
+    // cast loop on V8 (same rounding code, same results).
+    const one = ctx.scratch(16);
+    new Float32Array(ctx.memory.buffer, one, 1)[0] = 1;
+    e.quantizeF32(x.byteOffset, y.byteOffset, 1, 1, n, 1, one, 0, 0, 0, 0, dst.onnx, 1, 1);
+    return;
+  }
   if (src.name === 'float32' && FROM_F32[dst.name]) {
     e[FROM_F32[dst.name]!](x.byteOffset, y.byteOffset, n, saturate ? 1 : 0);
     return;
