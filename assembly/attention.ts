@@ -336,22 +336,6 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
         let a00 = f32x4.splat(0), a10 = f32x4.splat(0), a20 = f32x4.splat(0), a30 = f32x4.splat(0);
         let a01 = f32x4.splat(0), a11 = f32x4.splat(0), a21 = f32x4.splat(0), a31 = f32x4.splat(0);
         let d = 0;
-        // two column chunks per iteration (fewer loop branches)
-        for (; d + 8 <= D4; d += 8) {
-          const kv0 = ld4<KT>(k0 + <usize>d * es), kv1 = ld4<KT>(k1 + <usize>d * es);
-          const o = <usize>d << 2;
-          const x0 = v128.load(q0 + o), x1 = v128.load(q1 + o), x2 = v128.load(q2 + o), x3 = v128.load(q3 + o);
-          a00 = f32x4.add(a00, f32x4.mul(x0, kv0)); a01 = f32x4.add(a01, f32x4.mul(x0, kv1));
-          a10 = f32x4.add(a10, f32x4.mul(x1, kv0)); a11 = f32x4.add(a11, f32x4.mul(x1, kv1));
-          a20 = f32x4.add(a20, f32x4.mul(x2, kv0)); a21 = f32x4.add(a21, f32x4.mul(x2, kv1));
-          a30 = f32x4.add(a30, f32x4.mul(x3, kv0)); a31 = f32x4.add(a31, f32x4.mul(x3, kv1));
-          const kw0 = ld4<KT>(k0 + <usize>(d + 4) * es), kw1 = ld4<KT>(k1 + <usize>(d + 4) * es);
-          const y0 = v128.load(q0 + o, 16), y1 = v128.load(q1 + o, 16), y2 = v128.load(q2 + o, 16), y3 = v128.load(q3 + o, 16);
-          a00 = f32x4.add(a00, f32x4.mul(y0, kw0)); a01 = f32x4.add(a01, f32x4.mul(y0, kw1));
-          a10 = f32x4.add(a10, f32x4.mul(y1, kw0)); a11 = f32x4.add(a11, f32x4.mul(y1, kw1));
-          a20 = f32x4.add(a20, f32x4.mul(y2, kw0)); a21 = f32x4.add(a21, f32x4.mul(y2, kw1));
-          a30 = f32x4.add(a30, f32x4.mul(y3, kw0)); a31 = f32x4.add(a31, f32x4.mul(y3, kw1));
-        }
         for (; d < D4; d += 4) {
           const kv0 = ld4<KT>(k0 + <usize>d * es), kv1 = ld4<KT>(k1 + <usize>d * es);
           const o = <usize>d << 2;
@@ -559,28 +543,7 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         let x2 = v128.load(c2 + o), y2 = v128.load(c2 + o, 16);
         let x3 = v128.load(c3 + o), y3 = v128.load(c3 + o, 16);
         let vp = vBase + <usize>d * es;
-        let jj = 0;
-        // two keys per iteration (fewer loop branches)
-        for (; jj + 1 < jn; jj += 2) {
-          const va = ld4<VT>(vp), vb = ld4<VT>(vp + 4 * es);
-          const jo = <usize>jj << 2;
-          const w0 = v128.load32_splat(p0 + jo), w1 = v128.load32_splat(p1 + jo);
-          const w2 = v128.load32_splat(p2 + jo), w3 = v128.load32_splat(p3 + jo);
-          x0 = f32x4.add(x0, f32x4.mul(w0, va)); y0 = f32x4.add(y0, f32x4.mul(w0, vb));
-          x1 = f32x4.add(x1, f32x4.mul(w1, va)); y1 = f32x4.add(y1, f32x4.mul(w1, vb));
-          x2 = f32x4.add(x2, f32x4.mul(w2, va)); y2 = f32x4.add(y2, f32x4.mul(w2, vb));
-          x3 = f32x4.add(x3, f32x4.mul(w3, va)); y3 = f32x4.add(y3, f32x4.mul(w3, vb));
-          const vp2 = vp + vStride;
-          const vc = ld4<VT>(vp2), vd = ld4<VT>(vp2 + 4 * es);
-          const u0 = v128.load32_splat(p0 + jo, 4), u1 = v128.load32_splat(p1 + jo, 4);
-          const u2 = v128.load32_splat(p2 + jo, 4), u3 = v128.load32_splat(p3 + jo, 4);
-          x0 = f32x4.add(x0, f32x4.mul(u0, vc)); y0 = f32x4.add(y0, f32x4.mul(u0, vd));
-          x1 = f32x4.add(x1, f32x4.mul(u1, vc)); y1 = f32x4.add(y1, f32x4.mul(u1, vd));
-          x2 = f32x4.add(x2, f32x4.mul(u2, vc)); y2 = f32x4.add(y2, f32x4.mul(u2, vd));
-          x3 = f32x4.add(x3, f32x4.mul(u3, vc)); y3 = f32x4.add(y3, f32x4.mul(u3, vd));
-          vp = vp2 + vStride;
-        }
-        for (; jj < jn; jj++) {
+        for (let jj = 0; jj < jn; jj++) {
           const va = ld4<VT>(vp), vb = ld4<VT>(vp + 4 * es);
           const jo = <usize>jj << 2;
           const w0 = v128.load32_splat(p0 + jo), w1 = v128.load32_splat(p1 + jo);
