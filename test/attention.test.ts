@@ -252,6 +252,11 @@ function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string,
     const full = [B, Hq, Sq].map((d, k) => (c.maskBroadcast[k] ? 1 : d));
     const last = Math.max(0, T - c.maskShort);
     M = maskPlain(c.mask, [...full, last].slice(4 - c.maskRank), r);
+    if (c.mask === 'float' && t1 !== 'float32' && (c.seed & 1)) {
+      // an additive mask in Q's dtype (float16 / bfloat16 bit patterns, some −∞)
+      const n = M.shape.reduce((a, x) => a * x, 1);
+      M = { dtype: t1, shape: M.shape, data: Array.from({ length: n }, () => (r() < 0.1 ? (t1 === 'float16' ? 0xfc00 : 0xff80) : randomData(t1, 1, r)[0])) };
+    }
   }
   const NP = c.nonpad ? { dtype: 'int64', shape: [B], data: Array.from({ length: B }, () => String(Math.floor(r() * (T + 1)))) } as unknown as Plain : null;
   const attrs: Record<string, unknown> = {};
