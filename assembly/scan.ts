@@ -43,7 +43,7 @@ const LN2: f64 = 0.6931471805599453;
 // ---- scalar operations -----------------------------------------------------------
 
 /** logaddexp(a, b) = max + log1p(exp(−|a − b|)); a == b (including ±Inf) gives a + ln 2. */
-@inline function laeF64(a: f64, b: f64): f64 {
+function laeF64(a: f64, b: f64): f64 {
   if (a == b) return a + LN2;
   const m = max<f64>(a, b);
   return m + Math.log1p(Math.exp(-Math.abs(a - b)));
@@ -210,6 +210,24 @@ const LN2: f64 = 0.6931471805599453;
   return v128.bitselect(same, r, f64x2.eq(a, b));
 }
 
+// logaddexp out of line: the in-register prefix scans apply the op at several sites per
+// vector; inlining exp/log1p at each of them cost ~40 KB of code for a few % of speed.
+function laeF32x4Call(a: v128, b: v128): v128 {
+  return laeF32x4(a, b);
+}
+function laeF64x2Call(a: v128, b: v128): v128 {
+  return laeF64x2(a, b);
+}
+
+/** As vop, with logaddexp as a call (for the code-heavy in-register scans). */
+@inline function vopSmall<T, O>(a: v128, b: v128): v128 {
+  if (sizeof<O>() == 4 && isFloat<T>()) {
+    if (sizeof<T>() == 4) return laeF32x4Call(a, b);
+    return laeF64x2Call(a, b);
+  }
+  return vop<T, O>(a, b);
+}
+
 @inline function vop<T, O>(a: v128, b: v128): v128 {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
@@ -274,14 +292,14 @@ const LN2: f64 = 0.6931471805599453;
 @inline function scanInRegister<T, O>(v: v128, id: v128, rev: bool): v128 {
   if (sizeof<T>() == 4) {
     if (rev) {
-      v = vop<T, O>(v, shiftDown1<T>(v, id));
-      return vop<T, O>(v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
+      v = vopSmall<T, O>(v, shiftDown1<T>(v, id));
+      return vopSmall<T, O>(v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
     }
-    v = vop<T, O>(v, shiftUp1<T>(v, id));
-    return vop<T, O>(v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
+    v = vopSmall<T, O>(v, shiftUp1<T>(v, id));
+    return vopSmall<T, O>(v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
   } else {
-    if (rev) return vop<T, O>(v, shiftDown1<T>(v, id));
-    return vop<T, O>(v, shiftUp1<T>(v, id));
+    if (rev) return vopSmall<T, O>(v, shiftDown1<T>(v, id));
+    return vopSmall<T, O>(v, shiftUp1<T>(v, id));
   }
 }
 
