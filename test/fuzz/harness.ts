@@ -96,10 +96,15 @@ export function fuzzFamily(ek: Kernels, fam: Family, runs = FUZZ_RUNS, seed = FU
           for (let i = 0; i < b.length; i++) if (now[i] !== b[i]) throw new Error(`${label}: byte ${i} of a ${t.dtype}${JSON.stringify(t.shape)} tensor changed (${err.message})`);
         }
         if (mem) {
+          // The scratch area may have moved (grown) during the call: skip it before and after.
+          const skip = [scratch, scratchRange(ek)].sort((x, y) => x[0] - y[0]);
           const now = new Uint8Array(ek.memory.buffer);
-          for (let i = 0; i < mem.length; i++) {
-            if (i === scratch[0]) i = scratch[1];
-            if (i < mem.length && now[i] !== mem[i]) throw new Error(`${label}: memory byte ${i} changed (${err.message})`);
+          let from = 0;
+          for (const [a, e] of [...skip, [mem.length, mem.length]]) {
+            for (let i = from; i < Math.min(a, mem.length); i++) {
+              if (now[i] !== mem[i]) throw new Error(`${label}: memory byte ${i} changed (${err.message})`);
+            }
+            from = Math.max(from, e);
           }
         }
       } finally {
@@ -111,10 +116,13 @@ export function fuzzFamily(ek: Kernels, fam: Family, runs = FUZZ_RUNS, seed = FU
   return stats;
 }
 
-/** [start, end) of the instance's scratch area (excluded from memory comparisons). */
+/**
+ * [start, end) of the instance's scratch block (excluded from memory comparisons), with
+ * the debug-mode guard in front and the allocation's tail padding behind.
+ */
 function scratchRange(ek: Kernels): [number, number] {
   const k = ek as unknown as { scratchPtr: number; scratchSize: number };
-  return [k.scratchPtr, k.scratchPtr + k.scratchSize];
+  return [k.scratchPtr - 16, k.scratchPtr + k.scratchSize + 32];
 }
 
 // ---- small helpers for families ---------------------------------------------------
