@@ -1,12 +1,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Kernels, init } from './helpers.js';
 import { FUZZ_RUNS, type Family, fuzzFamily } from './fuzz/harness.js';
-import { castFamily, cumsumFamily, dequantizeFamily, onnxAttentionFamily, quantizeFamily, scanFamily, trtAttentionFamily } from './fuzz/ops.js';
+import { castFamily, cumsumFamily, dequantizeFamily, kvCacheFamily, onnxAttentionFamily, quantizeFamily, scanFamily, trtAttentionFamily } from './fuzz/ops.js';
 import { kvCacheUpdateFamily, tensorScatterFamily } from './fuzz/scatter.js';
 
 const FAMILIES: Family[] = [
   tensorScatterFamily, kvCacheUpdateFamily, trtAttentionFamily, onnxAttentionFamily,
-  castFamily, quantizeFamily, dequantizeFamily, cumsumFamily, scanFamily,
+  castFamily, quantizeFamily, dequantizeFamily, cumsumFamily, scanFamily, kvCacheFamily,
 ];
 
 let ek: Kernels;

@@ -24,6 +24,10 @@ export interface Call {
   plain?: boolean;
   /** Calls that are not ek.run (scan, KVCache methods): run this instead. */
   invoke?: () => unknown;
+  /** Extra state checks after the throw (e.g. a KVCache's lengths unchanged). */
+  check?: () => void;
+  /** Releases what `valid` made besides tensors. */
+  cleanup?: () => void;
 }
 
 /** A family: builds a valid call from random numbers, and its mutations. */
@@ -88,6 +92,7 @@ export function fuzzFamily(ek: Kernels, fam: Family, runs = FUZZ_RUNS, seed = FU
         if (!call.names.some((n) => err.message.includes(n))) {
           throw new Error(`${label}: the message should name one of ${call.names.join(', ')}: ${err.message}`);
         }
+        call.check?.();
         stats.cases++;
         stats.byCode[err.code] = (stats.byCode[err.code] ?? 0) + 1;
         for (const [t, b] of before) {
@@ -109,6 +114,7 @@ export function fuzzFamily(ek: Kernels, fam: Family, runs = FUZZ_RUNS, seed = FU
         }
       } finally {
         for (const t of [...tensors, ...made]) t.dispose();
+        call.cleanup?.();
       }
     }),
     { seed, numRuns: runs },

@@ -527,3 +527,127 @@ export const scanFamily: Family = {
     },
   ],
 };
+
+// ---- KVCache --------------------------------------------------------------------------
+
+/**
+ * KVCache calls: a cache with some filled positions, then one bad append / attend /
+ * reset / setLengthsFromMask. The cache itself (keys, values, scales, lengths) must not change.
+ */
+export const kvCacheFamily: Family = {
+  name: 'KVCache',
+  valid(ek, rnd) {
+    const B = int(rnd, 1, 3), H = int(rnd, 1, 2), D = int(rnd, 1, 8), C = int(rnd, 2, 8);
+    const dtype = pick(rnd, ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']);
+    const cache = ek.kvCache({ layers: 2, batch: B, kvHeads: H, headDim: D, capacity: C, dtype });
+    const k = ek.tensor('float32', [B, H, 1, D], Array.from({ length: B * H * D }, () => rnd() - 0.5));
+    for (let l = 0; l < 2; l++) cache.append(l, k, k);
+    cache.advance();
+    const lengthsBefore = Array.from(cache.lengths);
+    const views = [cache.keys(0), cache.values(0), cache.keys(1), cache.values(1)];
+    const call: Call = {
+      op: 'KVCache', inputs: [], attributes: {}, names: [], plain: true,
+      // After the throw the lengths are unchanged too (the views' bytes are compared by the harness).
+      check: () => {
+        if (Array.from(cache.lengths).join() !== lengthsBefore.join()) throw new Error(`KVCache lengths changed: ${lengthsBefore} → ${Array.from(cache.lengths)}`);
+      },
+      cleanup: () => cache.dispose(),
+    };
+    (call as Call & { state: unknown }).state = { cache, B, H, D, C };
+    return { call, tensors: [k, ...views] };
+  },
+  mutations: [
+    function appendPastCapacity(ek, c, _rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number; C: number } }).state;
+      const t = ek.tensor('float32', [s.B, s.H, s.C, s.D]);
+      made.push(t);
+      c.invoke = () => s.cache.append(0, t, t);
+      c.names = ['capacity', 'append'];
+      return true;
+    },
+    function appendWrongShape(ek, c, rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const shape = pick(rnd, [[s.B, s.H + 1, 1, s.D], [s.B, s.H, 1, s.D + 1], [s.B + 1, s.H, 1, s.D], [s.H, s.D]]);
+      const t = ek.tensor('float32', shape);
+      made.push(t);
+      c.invoke = () => s.cache.append(0, t, t);
+      c.names = ['k', 'append'];
+      return true;
+    },
+    function appendMismatchedPair(ek, c, _rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const k = ek.tensor('float32', [s.B, s.H, 1, s.D]);
+      const v = ek.tensor('float16', [s.B, s.H, 1, s.D]);
+      made.push(k, v);
+      c.invoke = () => s.cache.append(1, k, v);
+      c.names = ['v'];
+      return true;
+    },
+    function appendBadLengths(ek, c, rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const k = ek.tensor('float32', [s.B, s.H, 2, s.D]);
+      made.push(k);
+      const lengths = Array.from({ length: s.B }, () => 1);
+      lengths[int(rnd, 0, s.B - 1)] = pick(rnd, [-1, 3, NaN, 1.5]);
+      c.invoke = () => s.cache.append(0, k, k, { lengths });
+      c.names = ['lengths'];
+      return true;
+    },
+    function badLayer(ek, c, rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const k = ek.tensor('float32', [s.B, s.H, 1, s.D]);
+      made.push(k);
+      const layer = pick(rnd, [-1, 2, 1.5, NaN]);
+      c.invoke = () => (rnd() < 0.5 ? s.cache.append(layer, k, k) : s.cache.attend(layer, k));
+      c.names = ['layer'];
+      return true;
+    },
+    function attendWrongHeads(ek, c, _rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const q = ek.tensor('float32', [s.B, s.H + 1, 1, s.D + 1]);
+      made.push(q);
+      c.invoke = () => s.cache.attend(0, q);
+      c.names = ['q'];
+      return true;
+    },
+    function attendBadScale(ek, c, rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const q = ek.tensor('float32', [s.B, s.H, 1, s.D]);
+      made.push(q);
+      c.invoke = () => s.cache.attend(0, q, { scale: pick(rnd, [NaN, Infinity, 'x' as unknown as number]) });
+      c.names = ['scale'];
+      return true;
+    },
+    function maskNotPrefix(_ek, c, rnd) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; C: number } }).state;
+      const M = s.C;
+      const data = new Array(s.B * M).fill(0);
+      const b = int(rnd, 0, s.B - 1);
+      data[b * M + M - 1] = 1; // a one after a zero: left padding
+      c.invoke = () => s.cache.setLengthsFromMask({ shape: [s.B, M], data });
+      c.names = ['mask'];
+      return true;
+    },
+    function maskWrongShape(_ek, c) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; C: number } }).state;
+      c.invoke = () => s.cache.setLengthsFromMask({ shape: [s.B + 1, s.C + 1], data: new Array((s.B + 1) * (s.C + 1)).fill(1) });
+      c.names = ['mask'];
+      return true;
+    },
+    function resetBadSeq(_ek, c, rnd) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number } }).state;
+      c.invoke = () => s.cache.reset(pick(rnd, [-1, s.B, 0.5]));
+      c.names = ['seq'];
+      return true;
+    },
+    function disposedInput(ek, c, _rnd, made) {
+      const s = (c as unknown as { state: { cache: ReturnType<Kernels['kvCache']>; B: number; H: number; D: number } }).state;
+      const k = ek.tensor('float32', [s.B, s.H, 1, s.D]);
+      k.dispose();
+      made.push(k);
+      c.invoke = () => s.cache.append(0, k, k);
+      c.names = ['k'];
+      return true;
+    },
+  ],
+};
