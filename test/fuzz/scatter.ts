@@ -118,7 +118,9 @@ export const tensorScatterFamily: Family = {
     },
     function plainBadData(_ek, c, rnd) {
       const u = c.inputs[1] as Tensor;
-      c.inputs[1] = { dtype: u.dtype, shape: u.shape, data: new Array(int(rnd, 0, 3) + (u.size === 0 ? 1 : 0) + u.size + 1).fill(0) };
+      // One to four values more than the dtype's data array holds (see the dtype table).
+      const want = u.info.kind === 'complex' ? 2 * u.size : u.info.bits < 8 ? Math.ceil((u.size * u.info.bits) / 8) : u.size;
+      c.inputs[1] = { dtype: u.dtype, shape: u.shape, data: new Array(want + int(rnd, 1, 4)).fill(0) };
       c.names = ['update'];
       c.plain = true;
       return true;
