@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { init, type Kernels, type Tensor } from './helpers';
+import { init, rng, type Kernels, type Tensor } from './helpers';
 import { type Plain, decode, e4m3, int8q, refTrt } from './ref/attention';
 
 let ek: Kernels;
@@ -16,16 +16,6 @@ beforeAll(async () => {
   eks = await init({ build: 'scalar' });
 });
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const f32 = (r: () => number, n: number) => Array.from({ length: n }, () => Math.fround(r() * 3 - 1.5));
 

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { conformanceCases, expectConformant, init, type Kernels, type Tensor } from './helpers';
+import { conformanceCases, expectConformant, init, rng, type Kernels, type Tensor } from './helpers';
 import { type Plain, type RefOut, decode, refOnnx, refTrt } from './ref/attention';
 
 let ek: Kernels;
@@ -19,16 +19,6 @@ beforeAll(async () => {
 
 // ---- data -------------------------------------------------------------------------------------
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Random tensor data in the dtype's data form, values about [−1.5, 1.5]. */
 export function randomData(dtype: string, n: number, r: () => number): number[] {

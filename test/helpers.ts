@@ -42,6 +42,18 @@ export function conformanceCases(prefixes: string[]): ConformanceCase[] {
     .map((f) => ({ file: f, ...JSON.parse(readFileSync(join(CONFORMANCE_DIR, f), 'utf8')) }));
 }
 
+/** Seeded pseudo-random numbers in [0, 1) (mulberry32): the tests' one generator of data. */
+export function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
 /** Raw bytes of a tensor, copied (for before/after comparisons). */
 export function snapshot(t: Tensor): Uint8Array {
   return t.dtype === 'string' ? new TextEncoder().encode(JSON.stringify(t.data)) : t.bytes().slice();

@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { getElement, kvPackedRef, setElement, tensorScatterRef } from './ref/scatter.js';
 import {
   type DType, type Kernels, type Tensor, DTYPES, DTYPE_NAMES, conformanceCases, expectConformant, expectKernelError,
-  init, memorySnapshot, snapshot,
+  init, memorySnapshot, rng, snapshot,
 } from './helpers.js';
 
 let ek: Kernels;
@@ -25,16 +25,6 @@ function randomTensor(dtype: DType, shape: number[], rnd: () => number): Tensor 
   return t;
 }
 
-function mulberry(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** Expected cache after a scatter, computed by the reference on a copy of the old cache. */
 function expectedAfter(cache: Tensor, update: Tensor, apply: (get: (u: number) => unknown, set: (c: number, v: unknown) => void) => void): Uint8Array | string[] {
@@ -97,7 +87,7 @@ describe('TensorScatter against the reference', () => {
   it('matches for random dtypes, ranks, axes, modes and write indices', () => {
     fc.assert(
       fc.property(caseArb, ({ base, dims, axis, N, sFrac }) => {
-        const rnd = mulberry(base.seed);
+        const rnd = rng(base.seed);
         const cacheShape = dims.slice();
         cacheShape[axis] = N;
         const S = Math.round(sFrac * N);
@@ -124,7 +114,7 @@ describe('TensorScatter against the reference', () => {
     for (const dtype of ['int4', 'uint4', 'float4e2m1', 'int2', 'uint2'] as DType[]) {
       for (const D of [1, 2, 3, 5, 7]) {
         for (let w = 0; w <= 4; w++) {
-          const rnd = mulberry(D * 31 + w);
+          const rnd = rng(D * 31 + w);
           const cache = randomTensor(dtype, [2, 3, 6, D], rnd);
           const update = randomTensor(dtype, [2, 3, 2, D], rnd);
           const idx = ek.tensor('int64', [2], [BigInt(w), BigInt(4 - w)]);
@@ -174,7 +164,7 @@ describe('TRT_KVCacheUpdate against the reference', () => {
       fc.property(
         fc.record({ B: fc.integer({ min: 1, max: 3 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 9 }), s: fc.double({ min: 0, max: 1, noNaN: true }), seed: fc.integer(), dtype: fc.constantFrom<DType>('float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn', 'int64'), i64: fc.boolean() }),
         ({ B, H, N, D, s, seed, dtype, i64 }) => {
-          const rnd = mulberry(seed);
+          const rnd = rng(seed);
           const S = Math.round(s * N);
           const wi = Array.from({ length: B }, () => Math.floor(rnd() * (N - S + 1)));
           const cache = randomTensor(dtype, [B, H, N, D], rnd);
@@ -196,7 +186,7 @@ describe('TRT_KVCacheUpdate against the reference', () => {
       fc.property(
         fc.record({ B: fc.integer({ min: 1, max: 4 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 6 }), seed: fc.integer(), withIdx: fc.boolean() }),
         ({ B, H, N, D, seed, withIdx }) => {
-          const rnd = mulberry(seed);
+          const rnd = rng(seed);
           const counts = Array.from({ length: B }, () => Math.floor(rnd() * (N + 1)));
           const lens = [0];
           for (const c of counts) lens.push(lens[lens.length - 1] + c);

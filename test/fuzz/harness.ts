@@ -8,7 +8,7 @@
  */
 import fc from 'fast-check';
 import { expect } from 'vitest';
-import { type Kernels, type Tensor, KernelError } from '../helpers.js';
+import { type Kernels, type Tensor, KernelError, rng } from '../helpers.js';
 
 export const FUZZ_RUNS = Number(process.env.FUZZ_RUNS ?? 200);
 export const FUZZ_SEED = Number(process.env.FUZZ_SEED ?? 20261129);
@@ -39,16 +39,8 @@ export interface Family {
   mutations: ((ek: Kernels, call: Call, rnd: () => number, made: Tensor[]) => boolean)[];
 }
 
-export function mulberry(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** The tests' seeded generator (test/helpers.ts). */
+export const mulberry = rng;
 
 /** Bytes of every live tensor, by offset. */
 function tensorBytes(ts: Tensor[]): Map<Tensor, Uint8Array> {
