@@ -250,11 +250,48 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   return i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(a, b), i16x8.narrow_i32x4_u(c, d));
 }
 
+/**
+ * Sixteen float32 values (four vectors) → sixteen float8e4m3fn codes, saturating: the
+ * encoder above specialized for e4m3fn with saturate=1, doing the clamps and the sign at
+ * byte level (one instruction per 16 lanes instead of per 4). Same results bit for bit:
+ *   * |x| is first clamped with pmin(|x|, 448) (pmin(a, b) = b < a ? b : a, so a NaN |x|
+ *     stays NaN, Inf and every finite |x| > 448 become 448, whose code 0x7E is what the
+ *     saturating clamp gives them: anything above 448 rounds to 448 or beyond).
+ *   * the codes of finite lanes are then ≤ 0x7E; a NaN lane's code is above 0x7F and below
+ *     0x7FFF (at most (0x7FFFFFFF − (120 << 23) + 0x80000) >> 20 = 0x440), so the
+ *     signed i32 → i16 narrow keeps it, the unsigned i16 → u8 narrow saturates it to
+ *     0xFF and one u8 min with 0x7F gives the NaN code 0x7F.
+ *   * the sign: a saturating signed narrow keeps the sign of each lane (a negative i32
+ *     stays negative), so narrowing the raw bits twice and masking 0x80 gives each sign
+ *     bit at its byte; it is or-ed onto the magnitude (the sign of NaN is kept, as the
+ *     generic encoder does).
+ */
+@inline function e4m3SatV(q: v128): v128 {
+  const u = f32x4.pmin(v128.and(q, i32x4.splat(0x7FFFFFFF)), f32x4.splat(448));
+  const odd = v128.and(i32x4.shr_u(u, 20), i32x4.splat(1));
+  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(u, i32x4.splat((-120 << 23) + 0x7FFFF)), odd), 20);
+  const magic = i32x4.splat(141 << 23);
+  const den = i32x4.sub(f32x4.add(u, magic), magic);
+  return v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat(121 << 23)));
+}
+@inline function e4m3SatPack(a: v128, b: v128, c: v128, d: v128): v128 {
+  const mag = i8x16.narrow_i16x8_u(
+    i16x8.narrow_i32x4_s(e4m3SatV(a), e4m3SatV(b)), i16x8.narrow_i32x4_s(e4m3SatV(c), e4m3SatV(d)));
+  const sign = i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d));
+  return v128.or(i8x16.min_u(mag, i8x16.splat(0x7F)), v128.and(sign, i8x16.splat(<i8>0x80)));
+}
+
 // ---- float32 → minifloat loops ---------------------------------------------------
 
 @inline function loopEncode8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
+    if (k == E4M3FN && saturate) {
+      for (; i + 16 <= n; i += 16) {
+        const p = src + (i << 2);
+        v128.store(dst + i, e4m3SatPack(v128.load(p), v128.load(p, 16), v128.load(p, 32), v128.load(p, 48)));
+      }
+    }
     for (; i + 16 <= n; i += 16) {
       const p = src + (i << 2);
       const a = encodeMiniV(v128.load(p), k, saturate);
@@ -871,6 +908,21 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
           const b = quantV(v128.load(p, 16), s, z, code, saturate, prec, lo, hi, recip);
           const m = i32x4.splat(0xFFFF);
           v128.store(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(a, m), v128.and(b, m)));
+        }
+      } else if (code == E4M3FN && saturate && prec == F32) {
+        // fused: x / s (or x · (1/s) when exact) and the byte-level e4m3fn encoder
+        if (recip) {
+          for (; i + 16 <= len; i += 16) {
+            const p = x + (i << 2);
+            v128.store(y + i, e4m3SatPack(f32x4.mul(v128.load(p), s), f32x4.mul(v128.load(p, 16), s),
+              f32x4.mul(v128.load(p, 32), s), f32x4.mul(v128.load(p, 48), s)));
+          }
+        } else {
+          for (; i + 16 <= len; i += 16) {
+            const p = x + (i << 2);
+            v128.store(y + i, e4m3SatPack(f32x4.div(v128.load(p), s), f32x4.div(v128.load(p, 16), s),
+              f32x4.div(v128.load(p, 32), s), f32x4.div(v128.load(p, 48), s)));
+          }
         }
       } else {
         for (; i + 16 <= len; i += 16) {
