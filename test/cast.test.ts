@@ -4,7 +4,7 @@
  */
 import { beforeAll, describe, expect, it } from 'vitest';
 import {
-  type Kernels, KernelError, conformanceCases, expectConformant, expectKernelError, init, memorySnapshot,
+  type Kernels, KernelError, conformanceCases, expectConformanceCase, expectKernelError, init, memorySnapshot,
 } from './helpers';
 import {
   FORMATS, INT_BITS, castValue, decodeE8m0, decodeMini, encodeE8m0, encodeF16, encodeMini, f32Bits,
@@ -41,10 +41,7 @@ describe('Cast conformance', () => {
   it('has conformance files', () => expect(cases.length).toBeGreaterThan(0));
   for (const c of cases) {
     it(c.file, () => {
-      const inputs = c.inputs.map((t) => t && { dtype: t.dtype, shape: t.shape, data: t.data });
-      const outs = ek.run(c.op, inputs as never, c.attributes);
-      c.outputs.forEach((w, i) => w && expectConformant(outs[i] as never, w, `${c.name} output ${i}`));
-      for (const o of outs) (o as { dispose?: () => void } | null)?.dispose?.();
+      expectConformanceCase(ek, c);
     });
   }
 });

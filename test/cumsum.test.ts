@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Kernels, type Tensor, bf16ToF32, conformanceCases, expectConformant, expectKernelError, f16ToF32, init, snapshot } from './helpers.js';
+import { type Kernels, type Tensor, bf16ToF32, conformanceCases, expectConformant, expectKernelError, f16ToF32, init, rng, snapshot } from './helpers.js';
 import { refCumsumHalf, refCumsumI64, refScan, sizeOf, toBf16Bits, toF16Bits } from './ref/scan.js';
 
 let ek: Kernels;
@@ -8,15 +8,6 @@ beforeAll(async () => {
 });
 afterAll(() => ek.dispose());
 
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 describe('CumSum conformance', () => {
   const cases = conformanceCases(['test_cumsum_']);

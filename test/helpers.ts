@@ -135,3 +135,11 @@ export function expectConformant(got: { dtype: string; shape: readonly number[];
     if (!(Math.abs(g[i] - w[i]) <= tol)) expect.fail(`${label}[${i}]: got ${g[i]}, want ${w[i]} (tolerance ${tol})`);
   }
 }
+
+/** Runs one conformance case through ek.run with plain inputs and checks every expected output. */
+export function expectConformanceCase(ek: Kernels, c: ConformanceCase): void {
+  const inputs = c.inputs.map((t) => t && { dtype: t.dtype, shape: t.shape, data: t.data });
+  const outs = ek.run(c.op, inputs as never, c.attributes);
+  c.outputs.forEach((w, i) => w && expectConformant(outs[i] as never, w, `${c.name} output ${i}`));
+  for (const o of outs) (o as { dispose?: () => void } | null)?.dispose?.();
+}

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Kernels, conformanceCases, expectConformant, expectKernelError, init, memorySnapshot } from './helpers';
+import { type Kernels, conformanceCases, expectConformanceCase, expectKernelError, init, memorySnapshot } from './helpers';
 import {
   FORMATS, INT_RANGES, decodeMini, dequantizeValue, encodeF16, encodeMini, f32Bits, pack, quantizeValue, scaleIndex, unpack,
 } from './ref/quant';
@@ -64,10 +64,7 @@ describe('QuantizeLinear / DequantizeLinear conformance', () => {
   it('has conformance files', () => expect(cases.length).toBeGreaterThan(0));
   for (const c of cases) {
     it(c.file, () => {
-      const inputs = c.inputs.map((t) => t && { dtype: t.dtype, shape: t.shape, data: t.data });
-      const outs = ek.run(c.op, inputs as never, c.attributes);
-      c.outputs.forEach((w, i) => w && expectConformant(outs[i] as never, w, `${c.name} output ${i}`));
-      for (const o of outs) (o as { dispose?: () => void } | null)?.dispose?.();
+      expectConformanceCase(ek, c);
     });
   }
 });

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type Kernels, type Tensor, expectKernelError, init, snapshot } from './helpers.js';
+import { type Kernels, type Tensor, expectKernelError, init, rng, snapshot } from './helpers.js';
 import { type NumDtype, type ScanOp, applyOp, logaddexp, refLinearScan, refScan, sizeOf } from './ref/scan.js';
 
 let ek: Kernels;
@@ -13,16 +13,6 @@ const OPS: ScanOp[] = ['add', 'mul', 'max', 'min', 'logaddexp'];
 const DTYPES: NumDtype[] = ['float32', 'float64', 'int32'];
 const dtypesOf = (op: ScanOp): NumDtype[] => (op === 'logaddexp' ? ['float32', 'float64'] : DTYPES);
 
-/** Deterministic pseudo-random numbers. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0 || 1;
-  return () => {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    return (s >>> 0) / 2 ** 32;
-  };
-}
 
 /** Values suited to an op: products stay near 1, sums small, ints wrap on purpose for add. */
 function values(op: ScanOp, dtype: NumDtype, n: number, seed: number): number[] {
