@@ -5,7 +5,8 @@
 // classifier matrix-vector product. Peers in the same run: onnxruntime (web: wasm, 1
 // thread; node: 1 intra-op thread) on the single operators it can run from h.onnxModel
 // (MatMul for the classifier; Attention-23 with past_key/past_value for the decode step).
-import { Llama, Sampler, randomWeights, tinyModel, writeCheckpoint } from '../dist/index.js';
+import { Llama, Sampler, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
+import { OnnxGraph } from './onnx.mjs';
 
 const per = (s, k) => ({ median: s.median / k, p10: s.p10 / k, p90: s.p90 / k, runs: s.runs });
 
@@ -13,12 +14,12 @@ export default async function (h) {
   const { ek } = h;
 
   // ---- forward pass tokens/s ------------------------------------------------------
+  const storiesConfig = { dim: 288, hiddenDim: 768, nLayers: 6, nHeads: 6, nKvHeads: 6, vocabSize: 32000, seqLen: 256, sharedClassifier: true };
+  const storiesWeights = randomWeights(storiesConfig, 3);
+  const storiesBytes = writeCheckpoint(storiesConfig, storiesWeights);
   const models = [
     ['embedded tiny model (dim 64, 2 layers, vocab 259)', tinyModel(1).model],
-    ['stories15M-shaped, random weights (dim 288, 6 layers, 6 heads, vocab 32000, seq 256)', writeCheckpoint(
-      { dim: 288, hiddenDim: 768, nLayers: 6, nHeads: 6, nKvHeads: 6, vocabSize: 32000, seqLen: 256, sharedClassifier: true },
-      randomWeights({ dim: 288, hiddenDim: 768, nLayers: 6, nHeads: 6, nKvHeads: 6, vocabSize: 32000, seqLen: 256, sharedClassifier: true }, 3),
-    )],
+    ['stories15M-shaped, random weights (dim 288, 6 layers, 6 heads, vocab 32000, seq 256)', storiesBytes],
   ];
   for (const [name, bytes] of models) {
     const m = new Llama(ek, bytes);
@@ -37,6 +38,8 @@ export default async function (h) {
     h.emit({ suite: 'llm decode', case: `forward + greedy sample per token, ${name}, positions 0..${steps - 1}`, impl: 'edgekernels', stats, bytes: params * 4, flops: 2 * params, note: `${(1000 / stats.median).toFixed(1)} tokens/s` });
     m.dispose();
   }
+
+  await decodeStepVsOrt(h, storiesConfig, storiesWeights, storiesBytes);
 
   // ---- classifier: W[32000, 288] · x ------------------------------------------------
   {
@@ -122,4 +125,175 @@ export default async function (h) {
     }
     k.dispose(); v.dispose(); q.dispose(); out.dispose();
   }
+}
+
+/**
+ * llama2.c's forward() for one token at position `pos` as ONE ONNX graph, the per-step graph an
+ * ONNX export of the decode step runs (opset 24, weights as graph initializers, matrices
+ * transposed to [in, out] for MatMul as exporters write them):
+ *   x = Gather(token_embedding, token)
+ *   per layer: RMSNormalization-23 → q/k/v MatMul → Reshape [1,H,1,hs] → RotaryEmbedding-23
+ *   (interleaved=1: llama2.c's pair rotation; cos/sin [1,1,hs/2] are inputs computed on the host
+ *   as ours are) → TensorScatter-24 (axis −2, write_indices = [pos]) of k and v into the layer's
+ *   fixed-capacity cache past_key_l / past_value_l [1,H,cap,hs] (graph inputs) giving
+ *   present_key_l / present_value_l (graph outputs) → Attention-24 over the valid prefix
+ *   (nonpad_kv_seqlen = [pos + 1], scale 1/√hs) → Reshape → wo MatMul → Add (residual) →
+ *   RMSNormalization → w1, w3 MatMul → h1·Sigmoid(h1)·h3 → w2 MatMul → Add;
+ *   final RMSNormalization → classifier MatMul → logits [1, vocab].
+ * This is the form that matches our step (a cache allocated once at capacity, the new row
+ * written at pos, attention over pos + 1 keys), not Attention's past/present concatenation.
+ */
+export function llamaStepGraph(c, w, { weightsAs = 'initializers' } = {}) {
+  const L = weightLayout(c), hs = c.dim / c.nHeads, kvDim = c.nKvHeads * hs, cap = c.seqLen;
+  const g = new OnnxGraph({ weightsAs });
+  const slice = (at, n) => w.subarray(at, at + n);
+  /** W [out, in] row-major → [in, out]. */
+  const transposed = (at, out, inp) => {
+    const t = new Float32Array(out * inp);
+    for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) t[i * out + o] = w[at + o * inp + i];
+    return t;
+  };
+  const matmul = (x, name, at, out, inp) => g.node('MatMul', [x, g.weight(name, 'float32', [inp, out], transposed(at, out, inp))]);
+  const rmsnorm = (x, name, at) => g.node('RMSNormalization', [x, g.weight(name, 'float32', [c.dim], slice(at, c.dim))], { axis: -1, epsilon: 1e-5 });
+  const shape = (name, dims) => g.weight(name, 'int64', [dims.length], BigInt64Array.from(dims.map(BigInt)));
+  const heads4 = shape('shape_q', [1, c.nHeads, 1, hs]), kv4 = shape('shape_kv', [1, c.nKvHeads, 1, hs]), flat = shape('shape_flat', [1, c.dim]);
+
+  const token = g.input('token', 'int64', [1]);
+  const cos = g.input('cos', 'float32', [1, 1, hs / 2]), sin = g.input('sin', 'float32', [1, 1, hs / 2]);
+  const writeIndex = g.input('write_indices', 'int64', [1]), validKeys = g.input('nonpad_kv_seqlen', 'int64', [1]);
+  let x = g.node('Gather', [g.weight('token_embedding', 'float32', [c.vocabSize, c.dim], slice(L.tokenEmbedding, c.vocabSize * c.dim)), token], { axis: 0 });
+  for (let l = 0; l < c.nLayers; l++) {
+    const xb = rmsnorm(x, `rms_att_${l}`, L.rmsAtt + l * c.dim);
+    const q = g.node('Reshape', [matmul(xb, `wq_${l}`, L.wq + l * c.dim * c.dim, c.dim, c.dim), heads4]);
+    const k = g.node('Reshape', [matmul(xb, `wk_${l}`, L.wk + l * kvDim * c.dim, kvDim, c.dim), kv4]);
+    const v = g.node('Reshape', [matmul(xb, `wv_${l}`, L.wv + l * kvDim * c.dim, kvDim, c.dim), kv4]);
+    const qr = g.node('RotaryEmbedding', [q, cos, sin], { interleaved: 1 });
+    const kr = g.node('RotaryEmbedding', [k, cos, sin], { interleaved: 1 });
+    for (const kind of ['key', 'value']) {
+      g.input(`past_${kind}_${l}`, 'float32', [1, c.nKvHeads, cap, hs]);
+      g.output(`present_${kind}_${l}`, 'float32', [1, c.nKvHeads, cap, hs]);
+    }
+    g.node('TensorScatter', [`past_key_${l}`, kr, writeIndex], { axis: -2 }, { outputs: [`present_key_${l}`] });
+    g.node('TensorScatter', [`past_value_${l}`, v, writeIndex], { axis: -2 }, { outputs: [`present_value_${l}`] });
+    const att = g.node('Attention', [qr, `present_key_${l}`, `present_value_${l}`, '', '', '', validKeys], { scale: Math.fround(1 / Math.sqrt(hs)) });
+    x = g.node('Add', [x, matmul(g.node('Reshape', [att, flat]), `wo_${l}`, L.wo + l * c.dim * c.dim, c.dim, c.dim)]);
+    const xf = rmsnorm(x, `rms_ffn_${l}`, L.rmsFfn + l * c.dim);
+    const h1 = matmul(xf, `w1_${l}`, L.w1 + l * c.hiddenDim * c.dim, c.hiddenDim, c.dim);
+    const h3 = matmul(xf, `w3_${l}`, L.w3 + l * c.hiddenDim * c.dim, c.hiddenDim, c.dim);
+    const act = g.node('Mul', [g.node('Mul', [h1, g.node('Sigmoid', [h1])]), h3]);
+    x = g.node('Add', [x, matmul(act, `w2_${l}`, L.w2 + l * c.dim * c.hiddenDim, c.dim, c.hiddenDim)]);
+  }
+  g.output('logits', 'float32', [1, c.vocabSize]);
+  g.node('MatMul', [rmsnorm(x, 'rms_final', L.rmsFinal), g.weight('wcls', 'float32', [c.dim, c.vocabSize], transposed(L.wcls, c.vocabSize, c.dim))], {}, { outputs: ['logits'] });
+  return g;
+}
+
+/**
+ * One decode step of the stories15M-shaped model (random weights) at a fixed position, ours
+ * (Llama.forward: the logits, no sampling) against onnxruntime-web and -node running the
+ * per-step graph above (logits and the updated caches, no sampling), interleaved in one run.
+ * The graph's logits and cache rows are checked against ours first; a peer whose output does
+ * not match is not timed.
+ */
+export async function decodeStepVsOrt(h, c, weights, checkpoint) {
+  const fast = process.env.BENCH_FAST === '1';
+  const hs = c.dim / c.nHeads, cap = c.seqLen, token = 1000;
+  const m = new Llama(h.ek, checkpoint);
+  // Fill the cache with real keys and values: positions 0…cap−2 decoded from a token sequence.
+  m.reset();
+  for (let i = 0; i < cap - 1; i++) m.forward((i * 7919 + 1) % c.vocabSize);
+  const pastOf = () => {
+    const f = {};
+    for (let l = 0; l < c.nLayers; l++) {
+      f[`past_key_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: m.cache.keys(l).data.slice() };
+      f[`past_value_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: m.cache.values(l).data.slice() };
+    }
+    return f;
+  };
+  const past = pastOf();
+  const g = llamaStepGraph(c, weights);
+  const model = g.model({ opset: 24 });
+  const params = c.nLayers * (2 * c.dim * c.dim + 2 * c.dim * c.nKvHeads * hs + 3 * c.dim * c.hiddenDim) + c.vocabSize * c.dim;
+  const sessions = [];
+  for (const impl of ['web', 'node']) {
+    const peer = h.ort[impl];
+    if (!peer) continue;
+    try {
+      sessions.push({ impl: `ort-${impl}`, s: await peer.session(model) });
+    } catch (e) {
+      console.error(`# ort-${impl} per-step graph: ${e.message.split('\n')[0]}`);
+    }
+  }
+  const warmMs = fast ? 300 : 800, rounds = fast ? 4 : 8, perRound = 3;
+  const stats = (xs) => {
+    xs.sort((a, b) => a - b);
+    const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+    return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
+  };
+  for (const pos of [cap - 1, 0]) {
+    const mask = { dtype: 'int32', shape: [1, pos], data: new Int32Array(pos).fill(1) };
+    const ours = () => { m.cache.reset(); m.cache.setLengthsFromMask(mask); return m.forward(token); };
+    const rope = new Float32Array(2 * hs);
+    ropeTable(pos, hs, rope);
+    const feeds = {
+      token: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(token)) },
+      cos: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[2 * i]) },
+      sin: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[hs + 2 * i + 1]) },
+      write_indices: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos)) },
+      nonpad_kv_seqlen: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos + 1)) },
+      ...past,
+    };
+    // Reference: our logits and the cache rows our step writes at pos.
+    const want = ours().slice();
+    const rows = [];
+    for (let l = 0; l < c.nLayers; l++) {
+      for (const t of [m.cache.keys(l), m.cache.values(l)]) {
+        const d = t.data;
+        for (let hh = 0; hh < c.nKvHeads; hh++) rows.push(d.slice((hh * cap + pos) * hs, (hh * cap + pos + 1) * hs));
+      }
+    }
+    const name = `decode step at pos ${pos} (${pos + 1} keys of ${cap}), stories15M-shaped per-step graph (dim 288, 6 layers, 6 heads, vocab 32000, random weights), logits, no sampling`;
+    const impls = [{ impl: 'edgekernels', fn: ours, note: 'Llama.forward(token): the step on the in-place KVCache' }];
+    for (const { impl, s } of sessions) {
+      const fn = s.prepare(feeds);
+      const out = await fn();
+      const got = out.logits.data;
+      let maxDiff = 0, maxAbs = 0, argGot = 0, argWant = 0;
+      for (let i = 0; i < want.length; i++) {
+        maxDiff = Math.max(maxDiff, Math.abs(got[i] - want[i]));
+        maxAbs = Math.max(maxAbs, Math.abs(want[i]));
+        if (got[i] > got[argGot]) argGot = i;
+        if (want[i] > want[argWant]) argWant = i;
+      }
+      let rowDiff = 0, r = 0;
+      for (let l = 0; l < c.nLayers; l++) {
+        for (const kind of ['key', 'value']) {
+          const d = out[`present_${kind}_${l}`].data;
+          for (let hh = 0; hh < c.nKvHeads; hh++, r++) {
+            for (let i = 0; i < hs; i++) rowDiff = Math.max(rowDiff, Math.abs(d[(hh * cap + pos) * hs + i] - rows[r][i]));
+          }
+        }
+      }
+      const ok = maxDiff <= 1e-4 * Math.max(1, maxAbs) && rowDiff <= 1e-4 && argGot === argWant;
+      const check = `check vs ours at pos ${pos}: max |Δlogit| ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(3)}), argmax ${argGot}/${argWant}, max |Δ cache row| ${rowDiff.toExponential(2)}`;
+      console.error(`# ${impl} ${check} ${ok ? 'OK' : 'MISMATCH: not timed'}`);
+      if (ok) impls.push({ impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${g.nodes.length} nodes, weights as initializers, returns logits + ${2 * c.nLayers} present caches; ${check}` });
+    }
+    for (const im of impls) {
+      const t0 = performance.now();
+      while (performance.now() - t0 < warmMs) await im.fn();
+      im.samples = [];
+    }
+    for (let r = 0; r < rounds; r++) {
+      for (const im of impls) {
+        for (let k = 0; k < perRound; k++) {
+          const t0 = performance.now();
+          await im.fn();
+          im.samples.push(performance.now() - t0);
+        }
+      }
+    }
+    for (const im of impls) h.emit({ suite: 'llm decode', case: name, impl: im.impl, stats: stats(im.samples), bytes: params * 4, flops: 2 * params, note: im.note });
+  }
+  m.dispose();
 }
