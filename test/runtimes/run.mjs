@@ -17,6 +17,7 @@ import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { gzipSync } from 'node:zlib';
 import { EXACT_OPS, FLOAT_TOLERANCE } from './suite.mjs';
+import { checkBrowserDemo } from './browser-demo.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const root = join(here, '..', '..');
@@ -467,13 +468,15 @@ if (!haveChromium && !process.env.CI) {
       recordReport(`chromium ${build === 'nosimd' ? 'engine without SIMD (scalar chosen automatically)' : build ?? 'default'} (embedded builds)`, report);
       compareOutputs(`chromium ${build ?? 'simd'} agrees with node`, build === 'relaxed' ? reports.relaxed : build ? reports.scalar : reports.simd, report);
     }
-    await page.goto(`${server.base}/examples/browser/index.html`, { timeout: 30_000 });
+    await page.goto(`${server.base}/examples/browser/decode.html`, { timeout: 30_000 });
     await page.waitForSelector('#result[data-status]', { timeout: 30_000 });
     const status = await page.getAttribute('#result', 'data-status');
     const text = await page.textContent('#result');
     const ok = status === 'done' && text.startsWith('decode ');
     record('example browser: the page runs a decode step and shows it', ok, ok ? text.slice(7) : `${text}; console: ${consoleLines.join(' | ').slice(-1000)}`);
     if (ok) exampleResults.browser = JSON.parse(text.slice(7));
+    // the text-generation demo page (examples/browser/index.html), on its own server
+    await checkBrowserDemo({ browser, record, dist });
   } catch (e) {
     record('chromium', false, e.stack);
   } finally {
