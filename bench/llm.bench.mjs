@@ -219,7 +219,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
     const peer = h.ort[impl];
     if (!peer) continue;
     try {
-      sessions.push({ impl: `ort-${impl}`, s: await peer.session(model) });
+      sessions.push({ impl: `ort-${impl}`, s: await peer.session(model), ort: peer.ort });
     } catch (e) {
       console.error(`# ort-${impl} per-step graph: ${e.message.split('\n')[0]}`);
     }
@@ -254,8 +254,18 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
     }
     const name = `decode step at pos ${pos} (${pos + 1} keys of ${cap}), stories15M-shaped per-step graph (dim 288, 6 layers, 6 heads, vocab 32000, random weights), logits, no sampling`;
     const impls = [{ impl: 'edgekernels', fn: ours, note: 'Llama.forward(token): the step on the in-place KVCache' }];
-    for (const { impl, s } of sessions) {
-      const fn = s.prepare(feeds);
+    for (const { impl, s, ort } of sessions) {
+      // onnxruntime-node: the caches are fed and fetched as the same ORT tensors (preallocated
+      // outputs), so it binds the caller's buffers and TensorScatter takes its in-place path
+      // (writes only the new row), as our step does. onnxruntime-web copies inputs into its
+      // wasm heap and outputs out of it; given aliased preallocated outputs it returns caches
+      // without the new row (the check below caught it), so it returns fresh present caches.
+      const inPlace = impl === 'ort-node';
+      const feedT = {};
+      for (const [k, v] of Object.entries(feeds)) feedT[k] = new ort.Tensor(v.dtype, k.startsWith('past_') ? v.data.slice() : v.data, v.shape);
+      const fetches = { logits: null };
+      for (let l = 0; l < c.nLayers; l++) for (const kind of ['key', 'value']) fetches[`present_${kind}_${l}`] = inPlace ? feedT[`past_${kind}_${l}`] : null;
+      const fn = () => s.raw.run(feedT, fetches);
       const out = await fn();
       const got = out.logits.data;
       let maxDiff = 0, maxAbs = 0, argGot = 0, argWant = 0;
@@ -268,7 +278,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
       let rowDiff = 0, r = 0;
       for (let l = 0; l < c.nLayers; l++) {
         for (const kind of ['key', 'value']) {
-          const d = out[`present_${kind}_${l}`].data;
+          const d = (inPlace ? fetches : out)[`present_${kind}_${l}`].data;
           for (let hh = 0; hh < c.nKvHeads; hh++, r++) {
             for (let i = 0; i < hs; i++) rowDiff = Math.max(rowDiff, Math.abs(d[(hh * cap + pos) * hs + i] - rows[r][i]));
           }
@@ -277,7 +287,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
       const ok = maxDiff <= 1e-4 * Math.max(1, maxAbs) && rowDiff <= 1e-4 && argGot === argWant;
       const check = `check vs ours at pos ${pos}: max |Δlogit| ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(3)}), argmax ${argGot}/${argWant}, max |Δ cache row| ${rowDiff.toExponential(2)}`;
       console.error(`# ${impl} ${check} ${ok ? 'OK' : 'MISMATCH: not timed'}`);
-      if (ok) impls.push({ impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${g.nodes.length} nodes, weights as initializers, returns logits + ${2 * c.nLayers} present caches; ${check}` });
+      if (ok) impls.push({ impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${g.nodes.length} nodes, weights as initializers, logits + ${inPlace ? `the ${2 * c.nLayers} caches fed and fetched as the same tensors (in place)` : `${2 * c.nLayers} present caches (copies)`}; ${check}` });
     }
     for (const im of impls) {
       const t0 = performance.now();
