@@ -344,7 +344,9 @@ export class Kernels implements TensorOwner, OpContext {
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
-  return a.length === b.length && a.every((d, i) => d === b[i]);
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function overlaps(a: Tensor, b: Tensor): boolean {
@@ -377,11 +379,19 @@ function normalizeAttributes(op: OpDef, given: Record<string, unknown>): Attrs {
       throw new KernelError('INVALID_ATTRIBUTE', `${op.name}: unknown attribute ${show(key)}; expected one of ${Object.keys(op.attributes).join(', ') || '(none)'}`);
     }
   }
-  for (const [name, spec] of Object.entries(op.attributes)) {
+  for (const [name, spec] of attributeEntries(op)) {
     const v = given[name];
     out[name] = v === undefined ? (spec.default as AttrValue) : coerceAttr(op.name, name, spec, v);
   }
   return out;
+}
+
+/** Object.entries(op.attributes), computed once per op (it dominated small run() calls). */
+const ATTR_ENTRIES = new WeakMap<OpDef, [string, AttrSpec][]>();
+function attributeEntries(op: OpDef): [string, AttrSpec][] {
+  let e = ATTR_ENTRIES.get(op);
+  if (e === undefined) ATTR_ENTRIES.set(op, (e = Object.entries(op.attributes)));
+  return e;
 }
 
 function coerceAttr(opName: string, name: string, spec: AttrSpec, v: unknown): AttrValue {

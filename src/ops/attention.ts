@@ -52,15 +52,41 @@ export interface AttentionPlan {
 
 /** Scratch bytes runAttentionPlan needs for this plan (request it with the rest of yours). */
 export function attentionPlanScratch(ctx: OpContext, p: AttentionPlan): number {
-  const maxCols = planMaxCols(p);
-  const twoPhase = (p.quant ?? 0) !== 0 || !!p.qk;
-  return 16 * 2 + PARAM_SLOTS * 4 + p.seqs.length * SEQ_SLOTS * 4 + (ctx.exports.attentionScratchBytes(p.D, p.Dv, maxCols, twoPhase ? 1 : 0) >>> 0);
+  return planScratchBytes(ctx, p.D, p.Dv, p.seqs, p.qk ? p.qk.cols : 0, (p.quant ?? 0) !== 0 || !!p.qk);
+}
+
+/** attentionPlanScratch from the fields it depends on (no plan object needed). */
+function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly AttentionSeq[], qkCols: number, twoPhase: boolean): number {
+  const maxCols = seqsMaxCols(seqs, qkCols);
+  return 16 * 2 + PARAM_SLOTS * 4 + seqs.length * SEQ_SLOTS * 4 + (ctx.exports.attentionScratchBytes(D, Dv, maxCols, twoPhase ? 1 : 0) >>> 0);
+}
+
+function seqsMaxCols(seqs: readonly AttentionSeq[], qkCols: number): number {
+  let m = qkCols;
+  for (let i = 0; i < seqs.length; i++) if (seqs[i].kvLen > m) m = seqs[i].kvLen;
+  return m;
 }
 
 function planMaxCols(p: AttentionPlan): number {
-  let m = p.qk ? p.qk.cols : 0;
-  for (const s of p.seqs) m = Math.max(m, s.kvLen);
-  return m;
+  return seqsMaxCols(p.seqs, p.qk ? p.qk.cols : 0);
+}
+
+/**
+ * Int32 / Float32 views over the whole memory, rebuilt only when the buffer changed
+ * (memory.grow detaches it): writing the kernel's parameter block then costs no view
+ * construction per call. Keyed weakly by the memory, so a dropped instance is not kept alive.
+ */
+interface MemoryViews { buf: ArrayBuffer; i32: Int32Array; f32: Float32Array }
+const VIEWS = new WeakMap<WebAssembly.Memory, MemoryViews>();
+function memoryViews(memory: WebAssembly.Memory): MemoryViews {
+  const buf = memory.buffer;
+  let v = VIEWS.get(memory);
+  if (v === undefined || v.buf !== buf) VIEWS.set(memory, (v = { buf, i32: new Int32Array(buf), f32: new Float32Array(buf) }));
+  return v;
+}
+
+function dtCode(dtype: string): number {
+  return dtype === 'float32' ? 0 : dtype === 'float16' ? 1 : dtype === 'bfloat16' ? 2 : DT_CODE[dtype];
 }
 
 /**
@@ -71,23 +97,25 @@ export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: numb
   const base = (scratch + 15) & ~15;
   const seqPtr = base + PARAM_SLOTS * 4;
   const kscratch = (seqPtr + p.seqs.length * SEQ_SLOTS * 4 + 15) & ~15;
-  const buf = ctx.memory.buffer;
-  const pi = new Int32Array(buf, base, PARAM_SLOTS);
-  const pf = new Float32Array(buf, base, PARAM_SLOTS);
-  pi.fill(0);
-  pi[0] = p.q; pi[1] = p.k; pi[2] = p.v; pi[3] = p.out; pi[4] = seqPtr;
-  pi[5] = p.seqs.length; pi[6] = p.Hq; pi[7] = p.Hkv; pi[8] = p.D; pi[9] = p.Dv;
-  pi[10] = p.qHS; pi[11] = p.qTS; pi[12] = p.kHS; pi[13] = p.kTS; pi[14] = p.vHS; pi[15] = p.vTS; pi[16] = p.oHS; pi[17] = p.oTS;
-  pi[18] = DT_CODE[p.qDtype] | (DT_CODE[p.kDtype] << 4) | (DT_CODE[p.vDtype] << 8) | (DT_CODE[p.outDtype] << 12);
-  pf[19] = p.scale; pf[20] = p.softcap ?? 0;
-  if (p.mask) { pi[21] = p.mask.ptr; pi[22] = p.mask.mB; pi[23] = p.mask.mH; pi[24] = p.mask.mI; pi[25] = p.mask.len; }
-  pi[26] = p.norm ?? 0; pi[27] = p.quant ?? 0; pf[28] = p.qScale ?? 1;
-  if (p.qk) { pi[29] = p.qk.ptr; pi[30] = p.qk.mode; pi[31] = p.qk.cols; pi[32] = p.qk.bs; pi[33] = p.qk.hs; }
-  pi[34] = kscratch; pi[35] = planMaxCols(p);
-  const seq = new Int32Array(buf, seqPtr, p.seqs.length * SEQ_SLOTS);
-  p.seqs.forEach((s, b) => {
-    seq.set([s.qOff, s.qLen, s.kOff, s.vOff, s.kvLen, s.oOff, s.diag ?? NO_DIAG], b * SEQ_SLOTS);
-  });
+  const { i32: pi, f32: pf } = memoryViews(ctx.memory);
+  const o = base >>> 2; // base is 16-aligned
+  pi.fill(0, o, o + PARAM_SLOTS);
+  pi[o] = p.q; pi[o + 1] = p.k; pi[o + 2] = p.v; pi[o + 3] = p.out; pi[o + 4] = seqPtr;
+  pi[o + 5] = p.seqs.length; pi[o + 6] = p.Hq; pi[o + 7] = p.Hkv; pi[o + 8] = p.D; pi[o + 9] = p.Dv;
+  pi[o + 10] = p.qHS; pi[o + 11] = p.qTS; pi[o + 12] = p.kHS; pi[o + 13] = p.kTS; pi[o + 14] = p.vHS; pi[o + 15] = p.vTS; pi[o + 16] = p.oHS; pi[o + 17] = p.oTS;
+  pi[o + 18] = dtCode(p.qDtype) | (dtCode(p.kDtype) << 4) | (dtCode(p.vDtype) << 8) | (dtCode(p.outDtype) << 12);
+  pf[o + 19] = p.scale; pf[o + 20] = p.softcap ?? 0;
+  const m = p.mask;
+  if (m) { pi[o + 21] = m.ptr; pi[o + 22] = m.mB; pi[o + 23] = m.mH; pi[o + 24] = m.mI; pi[o + 25] = m.len; }
+  pi[o + 26] = p.norm ?? 0; pi[o + 27] = p.quant ?? 0; pf[o + 28] = p.qScale ?? 1;
+  const qk = p.qk;
+  if (qk) { pi[o + 29] = qk.ptr; pi[o + 30] = qk.mode; pi[o + 31] = qk.cols; pi[o + 32] = qk.bs; pi[o + 33] = qk.hs; }
+  pi[o + 34] = kscratch; pi[o + 35] = planMaxCols(p);
+  const seqs = p.seqs;
+  for (let b = 0, j = seqPtr >>> 2; b < seqs.length; b++, j += SEQ_SLOTS) {
+    const s = seqs[b];
+    pi[j] = s.qOff; pi[j + 1] = s.qLen; pi[j + 2] = s.kOff; pi[j + 3] = s.vOff; pi[j + 4] = s.kvLen; pi[j + 5] = s.oOff; pi[j + 6] = s.diag ?? NO_DIAG;
+  }
   ctx.exports.attention(base);
 }
 
@@ -214,8 +242,10 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // scratch: concat buffers, mask copy, kernel
   const kBytes = job.concat ? pad16(job.concat.B * job.concat.H * (job.concat.P + job.concat.S) * job.concat.D * bytesOf(K.dtype)) : 0;
   const vBytes = job.concat ? pad16(job.concat.B * job.concat.H * (job.concat.P + job.concat.S) * job.concat.Dv * bytesOf(V.dtype)) : 0;
-  const planForSize: AttentionPlan = { ...plan, q: 0, k: 0, v: 0, out: 0, qk: job.qkMode != null ? { ptr: 1, mode: job.qkMode, cols: job.qkCols ?? 0, bs: 0, hs: 0 } : null };
-  const kernelBytes = attentionPlanScratch(ctx, planForSize);
+  // (no `{ ...plan }` copies here: spreading a 25-field object made a slow dictionary-mode
+  // object, which alone cost tens of µs per call at small sizes)
+  const wantQk = job.qkMode != null;
+  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk);
   // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
   // a failing scratch request then leaves no freshly allocated output behind
   const produced = (i: number) => {
@@ -274,7 +304,13 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   }
   const qkT = job.qkMode != null ? outs[3] : null;
   const qk = qkT ? { ptr: qkT.byteOffset, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
-  const full: AttentionPlan = { ...plan, q: Q.byteOffset, k: kPtr, v: vPtr, out: yPtr, mask: maskPlan, qk };
+  const full: AttentionPlan = {
+    q: Q.byteOffset, k: kPtr, v: vPtr, out: yPtr,
+    Hq: plan.Hq, Hkv: plan.Hkv, D: plan.D, Dv: plan.Dv, seqs: plan.seqs,
+    qHS: plan.qHS, qTS: plan.qTS, kHS: plan.kHS, kTS: plan.kTS, vHS: plan.vHS, vTS: plan.vTS, oHS: plan.oHS, oTS: plan.oTS,
+    qDtype: plan.qDtype, kDtype: plan.kDtype, vDtype: plan.vDtype, outDtype: plan.outDtype,
+    scale: plan.scale, softcap: plan.softcap, mask: maskPlan, norm: plan.norm, quant: plan.quant, qScale: plan.qScale, qk,
+  };
   const ySize = ySpec.shape.reduce((a, x) => a * x, 1);
   if (full.seqs.length > 0 && full.Hq > 0 && (Y ? ySize : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
   return outs;
