@@ -380,7 +380,6 @@ export class KVCache {
     if (this.qbuf === null || this.qbuf.size < n) {
       const grown = this.ek.tensor('float32', [Math.max(n, this.qbuf ? 2 * this.qbuf.size : 0)]);
       this.qbuf?.dispose();
-    this.scales?.dispose();
       this.qbuf = grown;
     }
     const buf = this.ek.memory.buffer;
