@@ -43,7 +43,7 @@ function maskPlain(kind: string, dims: number[], r: () => number): Plain {
 }
 
 /** Compares a package output with the reference: |got − want| ≤ tol·(1 + |want|) + slack. */
-function expectClose(got: { dtype: string; shape: readonly number[]; data: ArrayLike<number> }, want: RefOut, label: string, extra = 0): void {
+function expectClose(got: { dtype: string; shape: readonly number[]; data: Plain['data'] }, want: RefOut, label: string, extra = 0): void {
   expect(got.dtype, `${label} dtype`).toBe(want.dtype);
   expect([...got.shape], `${label} shape`).toEqual(want.shape);
   const g = decode({ dtype: got.dtype, shape: [...got.shape], data: got.data });
@@ -73,7 +73,7 @@ describe('ONNX conformance (every test_attention_*.json)', () => {
         if (o) expectConformant(outs[i] as Tensor, o, `${c.file} output ${i}`);
       });
       // and the float64 reference agrees with the file
-      const ref = refOnnx(c.inputs, c.attributes);
+      const ref = refOnnx(c.inputs as (Plain | null)[], c.attributes);
       c.outputs.forEach((o, i) => {
         if (o) expectClose(outs[i] as Tensor, ref[i], `${c.file} ref ${i}`);
       });
@@ -163,11 +163,11 @@ describe('TRT_Attention matches the float64 reference', () => {
     fc.assert(fc.property(trtArb, (c) => check(eks, c)), { seed: 32, numRuns: 40 });
   });
   it('decode path: one query row, all heads of a KV group, long cache with short valid lengths', () => {
-    const dec = trtArb.map((c) => ({ ...c, qLens: [1, 1, 1], kvCap: 3, kvLensGiven: true, qForm: 'padded_bhnd' }));
+    const dec = trtArb.map((c) => ({ ...c, qLens: [1, 1, 1], kvCap: 3, kvLensGiven: true, qForm: 'padded_bhnd' as const }));
     fc.assert(fc.property(dec, (c) => check(ek, c)), { seed: 33, numRuns: 40 });
   });
   it('prefill path: many query rows across 32-row tiles, causal block skipping', () => {
-    const pre = trtArb.map((c) => ({ ...c, G: 1, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' }));
+    const pre = trtArb.map((c) => ({ ...c, G: 1 as const, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' as const }));
     fc.assert(fc.property(pre, (c) => check(ek, c)), { seed: 34, numRuns: 15 });
   });
   it('fills a caller-provided output tensor in place (decode loop without allocation)', () => {

@@ -125,7 +125,7 @@ describe('CumSum against the reference', () => {
     const live = ek.stats().tensorsLive;
     const [y] = ek.run('CumSum', [x, axis], {}, { outputs: [out] });
     expect(y).toBe(out);
-    expect(Array.from(out.data)).toEqual([0, 1, 2, 3, 5, 7, 9, 12, 15, 18, 22, 26]);
+    expect(Array.from(out.data as Float32Array)).toEqual([0, 1, 2, 3, 5, 7, 9, 12, 15, 18, 22, 26]);
     expect(ek.stats().tensorsLive).toBe(live);
   });
 });

@@ -25,7 +25,7 @@ const isFloatQ = (t: string): boolean => t.startsWith('float');
 const subBits = (t: string): number => (t === 'int4' || t === 'uint4' || t === 'float4e2m1' ? 4 : t === 'int2' || t === 'uint2' ? 2 : 0);
 
 /** Encodes numbers as data of a float dtype (bit patterns for 16-bit types); returns data and the exact values. */
-function floatData(dtype: FType, xs: number[]): { data: unknown; values: number[] } {
+function floatData(dtype: FType, xs: number[]): { data: Float32Array | Uint16Array; values: number[] } {
   if (dtype === 'float32') {
     const d = Float32Array.from(xs);
     return { data: d, values: Array.from(d) };
@@ -36,7 +36,7 @@ function floatData(dtype: FType, xs: number[]): { data: unknown; values: number[
 }
 
 /** Codes of quantized values (numbers) → package data (packed for sub-byte types). */
-function qData(t: QType, codes: number[]): unknown {
+function qData(t: QType, codes: number[]): Uint8Array | number[] {
   const b = subBits(t);
   if (b) return pack(codes, b);
   return codes;

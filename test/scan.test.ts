@@ -75,7 +75,7 @@ describe('scan: PyTorch documented example', () => {
     expect(Array.from(carry.data)).toEqual([10]);
     expect([...ys.shape]).toEqual([5]);
     expect(Array.from(ys.data)).toEqual([0, 1, 3, 6, 10]);
-    expect(Array.from(i0.data)).toEqual([0]);
+    expect(Array.from(i0.data as Float32Array)).toEqual([0]);
     for (const t of [carry, ys, i0, xs]) t.dispose();
     expect(ek.stats().tensorsLive).toBe(live);
   });
@@ -340,7 +340,7 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
       const order = reverse ? [2, 1, 0] : [0, 1, 2];
       expect(seen).toEqual(order.map((t) => [t * 2, t * 2 + 1, 6 + t * 2, 6 + t * 2 + 1]));
       expect(Array.from(c.data)).toEqual([3]);
-      expect(Array.from(ys.data)).toEqual(Array.from(x.data)); // ys stacked back at dim -2 in index order
+      expect(Array.from(ys.data)).toEqual(Array.from(x.data as ArrayLike<number>)); // ys stacked back at dim -2 in index order
       for (const t of [x, c, ys]) t.dispose();
     }
   });
@@ -513,7 +513,7 @@ describe('scan: ownership of what the combine function returns', () => {
     const live = ek.stats().tensorsLive;
     const [c, ys] = ek.scan(() => [captured, { dtype: 'float32', shape: [2], data: [1, 2] }], ek.tensor('float32', [2]), ek.tensor('float32', [3, 2]));
     expect(captured.disposed).toBe(false);
-    expect(Array.from(captured.data)).toEqual([7, 8]);
+    expect(Array.from(captured.data as Float32Array)).toEqual([7, 8]);
     expect(c).not.toBe(captured);
     expect(Array.from(c.data)).toEqual([7, 8]);
     expect(Array.from(ys.data)).toEqual([1, 2, 1, 2, 1, 2]);
@@ -579,8 +579,8 @@ describe('linearScan', () => {
       for (let i = 0; i < 5; i++) od[i] = Math.fround(ad[i] * hd[i]) + bd[i];
       return [out, ek.tensor('float32', [5], od.slice())] as const;
     }, h0, [a, b]);
-    expect(Array.from(h1.data)).toEqual(Array.from(h2.data));
-    expect(Array.from(l1.data)).toEqual(Array.from(l2.data));
+    expect(Array.from(h1.data as Float32Array)).toEqual(Array.from(h2.data));
+    expect(Array.from(l1.data as Float32Array)).toEqual(Array.from(l2.data));
   });
 
   it('errors', () => {
