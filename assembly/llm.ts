@@ -2,8 +2,9 @@
 // matrix-vector product, RMSNorm, RoPE, SwiGLU, softmax, argmax, residual add and a
 // single-sequence attention over a float32 KV cache.
 //
-// Layout. Every vector is a contiguous run of f32. Matrices are row-major: W[d, n] has
-// row i at W + i·n·4. The KV cache of one sequence is [Hkv, N, D] (N cache rows per head,
+// Layout. Every vector is a contiguous run of f32. Weight matrices W[d, n] are in the
+// "rows16" layout (blocks of 16 rows stored column by column, described at the
+// matrix-vector product below; the host repacks them once at load). The KV cache of one sequence is [Hkv, N, D] (N cache rows per head,
 // D floats per row); queries and outputs are addressed through a head stride and a row
 // stride given in floats, so both padded [H, S, D] and packed [S, H, D] forms work.
 //
@@ -79,66 +80,55 @@ const P5: f32 = 5.0000001201e-1;
 }
 
 // ---- matrix-vector product ----------------------------------------------------------
+//
+// Weights use the "rows16" layout, produced once at model load by the host
+// (src/llm/pack.ts, packRows16). W[d, n] (row-major) is cut into blocks of 16 rows;
+// block b holds rows 16b … 16b + h_b − 1 with h_b = min(16, d − 16b) (16 except possibly
+// the last block) and starts at float 16·b·n. Inside a block the columns follow each other,
+// each column holding its h_b values of consecutive rows:
+//     P[16·b·n + j·h_b + r] = W[16b + r, j]      (r < h_b, j < n)
+// so the packed matrix has exactly d·n floats, like W, and a full block is one sequential
+// stream of n × 64 bytes: each column is four v128 loads that update the 16 row sums
+// against one splatted x[j]. No horizontal reduction, no strided reads.
+//
+// Every output is summed in column order, out[i] = ((W[i,0]·x[0] + W[i,1]·x[1]) + …),
+// each product and each sum rounded to float32 — llama2.c's matmul order. The SIMD and
+// the scalar branches round identically, so both builds give bit-identical results.
 
 /**
- * out[i] = Σ_j W[i, j] · x[j] for i < d; W row-major [d, n], x [n], out [d].
- * Four rows share each load of x (4-row blocking); lanes are reduced once per row.
+ * out[i] = Σ_j W[i, j] · x[j] for i < d; W in the rows16 layout above (d·n floats at w),
+ * x [n], out [d]. out must not overlap w or x. Writes exactly out[0 … d−1]; reads nothing
+ * past w's d·n floats or x's n floats.
  */
-export function matvecF32(out: usize, w: usize, x: usize, d: i32, n: i32): void {
-  const nn = <usize>n, rowBytes = nn << 2;
-  const n4 = nn & ~(<usize>3);
+export function matvecRows16F32(out: usize, w: usize, x: usize, d: i32, n: i32): void {
+  const nn = <usize>n, dd = <usize>d;
+  const blockBytes = nn << 6; // 16 rows · n floats · 4 bytes
   let i: usize = 0;
-  const dd = <usize>d;
   if (ASC_FEATURE_SIMD) {
-    for (; i + 4 <= dd; i += 4) {
-      const r0 = w + i * rowBytes, r1 = r0 + rowBytes, r2 = r1 + rowBytes, r3 = r2 + rowBytes;
+    const xe = x + (nn << 2);
+    for (; i + 16 <= dd; i += 16) {
       let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-      for (let j: usize = 0; j < n4; j += 4) {
-        const o = j << 2;
-        const xv = v128.load(x + o);
-        a0 = f32x4.add(a0, f32x4.mul(v128.load(r0 + o), xv));
-        a1 = f32x4.add(a1, f32x4.mul(v128.load(r1 + o), xv));
-        a2 = f32x4.add(a2, f32x4.mul(v128.load(r2 + o), xv));
-        a3 = f32x4.add(a3, f32x4.mul(v128.load(r3 + o), xv));
+      let p = w + (i >> 4) * blockBytes;
+      for (let q = x; q < xe; q += 4) {
+        const xv = v128.load32_splat(q);
+        a0 = f32x4.add(a0, f32x4.mul(v128.load(p), xv));
+        a1 = f32x4.add(a1, f32x4.mul(v128.load(p, 16), xv));
+        a2 = f32x4.add(a2, f32x4.mul(v128.load(p, 32), xv));
+        a3 = f32x4.add(a3, f32x4.mul(v128.load(p, 48), xv));
+        p += 64;
       }
-      // Transposed reduction: [Σa0, Σa1, Σa2, Σa3] in one vector.
-      const s01 = f32x4.add(i32x4.shuffle(a0, a1, 0, 4, 2, 6), i32x4.shuffle(a0, a1, 1, 5, 3, 7));
-      const s23 = f32x4.add(i32x4.shuffle(a2, a3, 0, 4, 2, 6), i32x4.shuffle(a2, a3, 1, 5, 3, 7));
-      let s = f32x4.add(i32x4.shuffle(s01, s23, 0, 1, 4, 5), i32x4.shuffle(s01, s23, 2, 3, 6, 7));
-      if (n4 < nn) {
-        let t0: f32 = 0, t1: f32 = 0, t2: f32 = 0, t3: f32 = 0;
-        for (let j = n4; j < nn; j++) {
-          const xj = ld(x, j);
-          t0 += ld(r0, j) * xj; t1 += ld(r1, j) * xj; t2 += ld(r2, j) * xj; t3 += ld(r3, j) * xj;
-        }
-        s = f32x4.add(s, f32x4.replace_lane(f32x4.replace_lane(f32x4.replace_lane(f32x4.splat(t0), 1, t1), 2, t2), 3, t3));
-      }
-      v128.store(out + (i << 2), s);
+      const o = out + (i << 2);
+      v128.store(o, a0); v128.store(o, a1, 16); v128.store(o, a2, 32); v128.store(o, a3, 48);
     }
-    for (; i < dd; i++) {
-      const r = w + i * rowBytes;
-      let a = f32x4.splat(0);
-      for (let j: usize = 0; j < n4; j += 4) a = f32x4.add(a, f32x4.mul(v128.load(r + (j << 2)), v128.load(x + (j << 2))));
-      let t = hsum(a);
-      for (let j = n4; j < nn; j++) t += ld(r, j) * ld(x, j);
-      st(out, i, t);
-    }
-  } else {
-    for (; i + 4 <= dd; i += 4) {
-      const r0 = w + i * rowBytes, r1 = r0 + rowBytes, r2 = r1 + rowBytes, r3 = r2 + rowBytes;
-      let t0: f32 = 0, t1: f32 = 0, t2: f32 = 0, t3: f32 = 0;
-      for (let j: usize = 0; j < nn; j++) {
-        const xj = ld(x, j);
-        t0 += ld(r0, j) * xj; t1 += ld(r1, j) * xj; t2 += ld(r2, j) * xj; t3 += ld(r3, j) * xj;
-      }
-      st(out, i, t0); st(out, i + 1, t1); st(out, i + 2, t2); st(out, i + 3, t3);
-    }
-    for (; i < dd; i++) {
-      const r = w + i * rowBytes;
-      let t: f32 = 0;
-      for (let j: usize = 0; j < nn; j++) t += ld(r, j) * ld(x, j);
-      st(out, i, t);
-    }
+  }
+  // Scalar: every row in the scalar build, the last partial block in the SIMD build.
+  // Row i = 16b + r reads its column entries h_b floats apart.
+  for (; i < dd; i++) {
+    const step = min<usize>(16, dd - (i & ~(<usize>15))) << 2;
+    let p = w + (i >> 4) * blockBytes + ((i & 15) << 2);
+    let t: f32 = 0;
+    for (let j: usize = 0; j < nn; j++) { t += load<f32>(p) * ld(x, j); p += step; }
+    st(out, i, t);
   }
 }
 

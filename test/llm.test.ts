@@ -36,32 +36,74 @@ function withTensors<T>(ts: Tensor[], fn: () => T): T {
 }
 
 for (const build of ['simd', 'scalar'] as const) {
-describe(`matvecF32 (${build})`, () => {
+describe(`matvecRows16F32 (${build})`, () => {
   useBuild(build);
-  it('matches the reference for every row remainder and column tail (d, n in 0..19)', () => {
+  // Test-side statement of the rows16 layout: where W[i, j] goes (blocks of 16 rows, column by column).
+  const packedIndex = (d: number, n: number, i: number, j: number) => {
+    const b = i - (i % 16), h = Math.min(16, d - b);
+    return b * n + j * h + (i - b);
+  };
+  const refPack = (w: ArrayLike<number>, d: number, n: number) => {
+    const p = new Array(d * n).fill(NaN);
+    for (let i = 0; i < d; i++) for (let j = 0; j < n; j++) p[packedIndex(d, n, i, j)] = w[i * n + j];
+    return p;
+  };
+  /** float32 sums in column order, each product and sum rounded: the kernel's documented arithmetic. */
+  const matvecF32Seq = (w: ArrayLike<number>, x: ArrayLike<number>, d: number, n: number) => {
+    const fr = Math.fround, out: number[] = [];
+    for (let i = 0; i < d; i++) {
+      let t = 0;
+      for (let j = 0; j < n; j++) t = fr(t + fr(fr(w[i * n + j]) * fr(x[j])));
+      out.push(t);
+    }
+    return out;
+  };
+  /** Runs the kernel on row-major w; the packed W and x are followed by NaN (never read) and out by a sentinel (never written). */
+  const run = (w: number[], x: number[], d: number, n: number) => {
+    const packed = new Float32Array(d * n);
+    pkg.packRows16(Float32Array.from(w), d, n, packed);
+    const W = f32([...packed, NaN, NaN, NaN, NaN]), X = f32([...x, NaN, NaN, NaN, NaN]), O = f32(new Array(d + 4).fill(7));
+    return withTensors([W, X, O], () => {
+      kx().matvecRows16F32(O.byteOffset, W.byteOffset, X.byteOffset, d, n);
+      const got = Array.from(O.data as Float32Array);
+      expect(got.slice(d), `nothing written past out (d=${d} n=${n})`).toEqual([7, 7, 7, 7]);
+      return got.slice(0, d);
+    });
+  };
+  it('packRows16 places W[i, j] as the layout states; unpackRow16 gives back every row', () => {
+    const rnd = lcg(11);
+    for (const [d, n] of [[1, 1], [3, 5], [15, 2], [16, 3], [17, 4], [33, 7], [40, 1], [48, 9]]) {
+      const w = arr(d * n, rnd).map(Math.fround);
+      const p = new Float32Array(d * n + 2).fill(-1);
+      pkg.packRows16(Float32Array.from(w), d, n, p, 0, 1);
+      expect(Array.from(p.subarray(1, 1 + d * n)), `pack d=${d} n=${n}`).toEqual(refPack(w, d, n));
+      expect([p[0], p[d * n + 1]], 'pack writes only its d·n floats').toEqual([-1, -1]);
+      for (let i = 0; i < d; i++) {
+        const row = new Float32Array(n + 1).fill(5);
+        pkg.unpackRow16(p, 1, d, n, i, row);
+        expect(Array.from(row), `row ${i} of d=${d} n=${n}`).toEqual([...w.slice(i * n, (i + 1) * n), 5]);
+      }
+    }
+    expect(() => pkg.packRows16(new Float32Array(5), 2, 3, new Float32Array(6))).toThrow(/expected at least 6 floats, got 5/);
+  });
+  it('equals float32 column-order sums bit for bit, for every row remainder and column tail (d 0..40, n 0..19)', () => {
     const rnd = lcg(1);
-    for (let d = 0; d <= 19; d++) {
+    for (let d = 0; d <= 40; d++) {
       for (const n of [0, 1, 2, 3, 4, 5, 7, 8, 9, 12, 15, 16, 17, 19]) {
         const w = arr(d * n, rnd), x = arr(n, rnd);
-        const W = f32(w), X = f32(x), O = f32(new Array(d + 4).fill(7));
-        withTensors([W, X, O], () => {
-          kx().matvecF32(O.byteOffset, W.byteOffset, X.byteOffset, d, n);
-          const got = O.data as Float32Array;
-          close(got.subarray(0, d), ref.matvec(w, x, d, n), 1e-5, 1e-5 * n, `matvec d=${d} n=${n}`);
-          expect(Array.from(got.subarray(d)), 'nothing written past out').toEqual([7, 7, 7, 7]);
-        });
+        const got = run(w, x, d, n);
+        expect(got, `matvec d=${d} n=${n}`).toEqual(matvecF32Seq(w, x, d, n));
+        close(got, ref.matvec(w, x, d, n), 1e-5, 1e-5 * n, `matvec d=${d} n=${n} vs float64`);
       }
     }
   });
-  it('property: random shapes', () => {
+  it('property: random shapes against the float64 reference', () => {
     fc.assert(fc.property(fc.integer({ min: 1, max: 70 }), fc.integer({ min: 1, max: 300 }), fc.integer(), (d, n, seed) => {
       const rnd = lcg(seed);
       const w = arr(d * n, rnd), x = arr(n, rnd);
-      const W = f32(w), X = f32(x), O = f32(new Array(d).fill(0));
-      withTensors([W, X, O], () => {
-        kx().matvecF32(O.byteOffset, W.byteOffset, X.byteOffset, d, n);
-        close(O.data as Float32Array, ref.matvec(w, x, d, n), 1e-4, 2e-6 * n, 'matvec');
-      });
+      const got = run(w, x, d, n);
+      close(got, ref.matvec(w, x, d, n), 1e-4, 2e-6 * n, 'matvec');
+      expect(got).toEqual(matvecF32Seq(w, x, d, n));
     }), { seed: 7, numRuns: 60 });
   });
 });
@@ -269,9 +311,12 @@ describe('Llama forward and generation', () => {
   const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
 
   it('logits match the float64 reference forward pass for 24 steps (simd and scalar builds)', async () => {
-    for (const [shared, build] of [[false, 'simd'], [true, 'simd'], [false, 'scalar']] as const) {
+    // The second config has no matrix side a multiple of 16 (dim 24, kv_dim 12, hidden 40, vocab 37):
+    // every packed matrix ends in a partial rows16 block, and the shared embedding row is gathered from one.
+    const odd: Partial<ref.RefConfig> = { dim: 24, hidden: 40, heads: 4, kvHeads: 2, vocab: 37 };
+    for (const [shared, build, over] of [[false, 'simd', {}], [true, 'simd', {}], [false, 'scalar', {}], [true, 'simd', odd], [false, 'simd', odd], [true, 'scalar', odd]] as const) {
       const ek = instances[build] ??= await init({ build });
-      const c = { ...cfg, shared };
+      const c = { ...cfg, ...over, shared };
       const { bytes, weights } = ref.makeCheckpoint(c, 5);
       const m = new pkg.Llama(ek, bytes);
       expect(m.config).toEqual(toPkg(c));

@@ -6,7 +6,8 @@
 import type { Kernels } from '../kernels.js';
 
 export interface LlmKernels {
-  matvecF32(out: number, w: number, x: number, d: number, n: number): void;
+  /** out[d] = W·x with W[d, n] in the rows16 layout (src/llm/pack.ts). */
+  matvecRows16F32(out: number, w: number, x: number, d: number, n: number): void;
   rmsnormF32(out: number, x: number, w: number, n: number, eps: number): void;
   ropeF32(vec: number, cs: number, nHeads: number, headSize: number): void;
   swigluF32(h: number, g: number, n: number): void;

@@ -3,6 +3,12 @@
  * one tensor, activations in another, the keys and values in a KVCache. One call to
  * `forward(token)` runs a decode step for the next position and returns the logits.
  * Nothing is allocated per step.
+ *
+ * At load every weight matrix (wq, wk, wv, wo, w1, w2, w3, the classifier) is repacked in
+ * place into the rows16 layout of matvecRows16F32 (src/llm/pack.ts): same offsets, same
+ * size, each matrix read as one sequential stream per 16 output rows. With a shared
+ * classifier that matrix is the token-embedding table, so a token's embedding row is
+ * gathered from the packed table (unpackRow16); an unshared embedding table stays row-major.
  */
 import { dtypeInfo } from '../dtypes.js';
 import { KernelError, show } from '../errors.js';
@@ -11,6 +17,7 @@ import type { KVCache } from '../kvcache.js';
 import { Tensor } from '../tensor.js';
 import { HEADER_BYTES, type LlamaConfig, type WeightLayout, parseCheckpoint } from './checkpoint.js';
 import { type LlmKernels, llmKernels } from './kernels.js';
+import { packRows16, unpackRow16 } from './pack.js';
 
 const F32 = dtypeInfo('float32');
 const f = Math.fround;
@@ -62,6 +69,20 @@ export class Llama {
     if (!Number.isInteger(seqLen) || seqLen < 1 || seqLen > c.seqLen) throw new KernelError('INVALID_ARGUMENT', `Llama seqLen: expected an integer in [1, ${c.seqLen}], got ${show(opts.seqLen)}`);
     this.weights = ek.tensor('float32', [layout.total]);
     new Uint8Array(ek.memory.buffer, this.weights.byteOffset, layout.total * 4).set(checkpoint.subarray(HEADER_BYTES, HEADER_BYTES + layout.total * 4));
+    {
+      // Repack every matrix in place (through a copy of it): rows16 layout, same offsets.
+      const wf = new Float32Array(ek.memory.buffer, this.weights.byteOffset, layout.total);
+      const pack = (at: number, count: number, d: number, n: number) => {
+        for (let i = 0; i < count; i++) {
+          const o = at + i * d * n;
+          packRows16(wf.slice(o, o + d * n), d, n, wf, 0, o);
+        }
+      };
+      const hid = c.hiddenDim, kv = this.kvDim, L = c.nLayers;
+      pack(layout.wq, L, c.dim, c.dim); pack(layout.wk, L, kv, c.dim); pack(layout.wv, L, kv, c.dim); pack(layout.wo, L, c.dim, c.dim);
+      pack(layout.w1, L, hid, c.dim); pack(layout.w2, L, c.dim, hid); pack(layout.w3, L, hid, c.dim);
+      pack(layout.wcls, 1, c.vocabSize, c.dim);
+    }
     // Activations: 16-byte aligned sub-buffers of one tensor.
     const sizes = { x: c.dim, xb: c.dim, xb2: c.dim, hb: c.hiddenDim, hb2: c.hiddenDim, q: c.dim, kk: this.kvDim, vv: this.kvDim, att: c.dim, logits: c.vocabSize, rope: 2 * hs };
     let total = 0;
@@ -116,32 +137,36 @@ export class Llama {
     const pos = this.cache.lengths[0];
     if (pos >= this.cache.capacity) throw new KernelError('INVALID_VALUE', `Llama.forward: the sequence holds ${pos} tokens, the cache's capacity`);
     const dim = c.dim, hid = c.hiddenDim, kvDim = this.kvDim, hs = this.headSize;
-    const mem = new Uint8Array(this.ek.memory.buffer);
-    mem.copyWithin(p.x, w + (L.tokenEmbedding + token * dim) * 4, w + (L.tokenEmbedding + (token + 1) * dim) * 4);
+    if (c.sharedClassifier) {
+      const mf = new Float32Array(this.ek.memory.buffer);
+      unpackRow16(mf, w / 4 + L.tokenEmbedding, c.vocabSize, dim, token, mf, p.x / 4);
+    } else {
+      new Uint8Array(this.ek.memory.buffer).copyWithin(p.x, w + (L.tokenEmbedding + token * dim) * 4, w + (L.tokenEmbedding + (token + 1) * dim) * 4);
+    }
     ropeTable(pos, hs, this.rope);
     new Float32Array(this.ek.memory.buffer, p.rope, 2 * hs).set(this.rope);
     const at = (base: number, layer: number, per: number) => w + (base + layer * per) * 4;
     for (let l = 0; l < c.nLayers; l++) {
       k.rmsnormF32(p.xb, p.x, at(L.rmsAtt, l, dim), dim, 1e-5);
-      k.matvecF32(p.q, at(L.wq, l, dim * dim), p.xb, dim, dim);
-      k.matvecF32(p.kk, at(L.wk, l, dim * kvDim), p.xb, kvDim, dim);
-      k.matvecF32(p.vv, at(L.wv, l, dim * kvDim), p.xb, kvDim, dim);
+      k.matvecRows16F32(p.q, at(L.wq, l, dim * dim), p.xb, dim, dim);
+      k.matvecRows16F32(p.kk, at(L.wk, l, dim * kvDim), p.xb, kvDim, dim);
+      k.matvecRows16F32(p.vv, at(L.wv, l, dim * kvDim), p.xb, kvDim, dim);
       k.ropeF32(p.q, p.rope, c.nHeads, hs);
       k.ropeF32(p.kk, p.rope, c.nKvHeads, hs);
       this.cache.append(l, this.kT, this.vT);
       this.cache.attend(l, this.qT, { out: this.attT, scale: this.scale });
-      k.matvecF32(p.xb2, at(L.wo, l, dim * dim), p.att, dim, dim);
+      k.matvecRows16F32(p.xb2, at(L.wo, l, dim * dim), p.att, dim, dim);
       k.addF32(p.x, p.x, p.xb2, dim);
       k.rmsnormF32(p.xb, p.x, at(L.rmsFfn, l, dim), dim, 1e-5);
-      k.matvecF32(p.hb, at(L.w1, l, dim * hid), p.xb, hid, dim);
-      k.matvecF32(p.hb2, at(L.w3, l, dim * hid), p.xb, hid, dim);
+      k.matvecRows16F32(p.hb, at(L.w1, l, dim * hid), p.xb, hid, dim);
+      k.matvecRows16F32(p.hb2, at(L.w3, l, dim * hid), p.xb, hid, dim);
       k.swigluF32(p.hb, p.hb2, hid);
-      k.matvecF32(p.xb, at(L.w2, l, dim * hid), p.hb, dim, hid);
+      k.matvecRows16F32(p.xb, at(L.w2, l, dim * hid), p.hb, dim, hid);
       k.addF32(p.x, p.x, p.xb, dim);
     }
     this.cache.advance();
     k.rmsnormF32(p.x, p.x, w + L.rmsFinal * 4, dim, 1e-5);
-    k.matvecF32(p.logits, w + L.wcls * 4, p.x, c.vocabSize, dim);
+    k.matvecRows16F32(p.logits, w + L.wcls * 4, p.x, c.vocabSize, dim);
     return this.logits;
   }
 
