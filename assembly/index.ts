@@ -8,3 +8,4 @@ export * from './attention';
 export * from './quant';
 export * from './scan';
 export * from './llm';
+export { attendQ8ScratchBytes } from './kvattend';

@@ -19,6 +19,8 @@
 // same arithmetic (the sums may be associated differently; results agree within float32
 // rounding of the reduction order).
 
+import { attendQ8 } from './kvattend';
+
 // ---- exp --------------------------------------------------------------------------
 // exp(x) = 2^n · e^r with n = round(x·log2 e) and r = x − n·ln 2 ∈ [−ln2/2, ln2/2].
 // ln 2 is split into C1 + C2 (C1 = 0.693359375 has few mantissa bits, so n·C1 is exact
@@ -601,7 +603,8 @@ export function attendE4m3(
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
   kScales: usize, vScales: usize,
 ): void {
-  attendImpl(4, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
+  if (ASC_FEATURE_SIMD) attendQ8(true, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
+  else attendImpl(4, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
 }
 
 export function attendI8(
@@ -609,7 +612,8 @@ export function attendI8(
   qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scores: usize,
   kScales: usize, vScales: usize,
 ): void {
-  attendImpl(3, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
+  if (ASC_FEATURE_SIMD) attendQ8(false, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
+  else attendImpl(3, out, q, k, v, Hq, Hkv, S, qLen, D, N, qHeadStride, qRowStride, kvLen, window, causal, scale, scores, kScales, vScales);
 }
 
 @inline function attendImpl(

@@ -356,7 +356,9 @@ export class KVCache {
       this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
       return out;
     }
-    const scores = this.ek.scratch(4 * (this.rows * (Hq / Hkv) + D));
+    let scratchBytes = 4 * (this.rows * (Hq / Hkv) + D);
+    if (SCALED(this.dtype) && kern.attendQ8ScratchBytes) scratchBytes = Math.max(scratchBytes, kern.attendQ8ScratchBytes(Hq / Hkv, D) >>> 0);
+    const scores = this.ek.scratch(scratchBytes);
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
     const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : this.dtype === 'bfloat16' ? kern.attendBF16 : this.dtype === 'int8' ? kern.attendI8 : kern.attendE4m3;
     const scaleSeq = Hkv * N * 4;

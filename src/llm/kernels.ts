@@ -25,6 +25,8 @@ export interface LlmKernels {
   appendInt8Rows(cache: number, scales: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number): void;
   attendF16: LlmKernels['attendF32'];
   attendBF16: LlmKernels['attendF32'];
+  /** Scratch bytes attendI8 / attendE4m3 need (SIMD build; 0 where absent). */
+  attendQ8ScratchBytes?(G: number, D: number): number;
   appendHalfRows(cache: number, update: number, B: number, H: number, N: number, S: number, D: number, writeIdx: number, lengths: number, circular: number, packed: number, kind: number): void;
   scatterRows(cache: number, update: number, B: number, P: number, N: number, S: number, rowBytes: number, writeIdx: number, lengths: number, circular: number): void;
   scatterPackedRows(cache: number, update: number, B: number, H: number, N: number, rowBytes: number, writeIdx: number, lengths: number): void;

@@ -1,0 +1,400 @@
+// Decode attention straight from an int8 or float8e4m3fn KV cache, in 16-bit integer
+// arithmetic (the SIMD build's attendI8 / attendE4m3; the scalar build uses llm.ts).
+//
+// Why integers. A decode step reads every cached K and V element once and multiplies it
+// with each of the G query heads of its group. In float32 that is a multiply and an add
+// per 4 products; i32x4.dot_i16x8_s does 8 products (and their pairwise sums) in one
+// instruction. So the cache rows are widened to int16 once per step (shared by the G
+// heads) and the query rows and the softmax weights are put on a 16-bit grid:
+//
+//   scores:  s_gj = scale · q_g · k_j = kScale_j · qs_g · Σ_d Q_gd K_jd
+//            K_jd = the int8 code (int8 cache) or round(32 · e4m3(byte)) (fp8 cache);
+//            Q_gd = round(scale · q_gd / qs_g), qs_g = max_d |scale · q_gd| / QM (× 1/32 fp8).
+//   output:  y_g  = Σ_j p_gj v_j / Σ_j p_gj, with p the running (online) softmax over blocks
+//            of KB keys; per block w_gj = p_gj · vScale_j is put on the grid
+//            W_gj = round(w_gj / ws_g), ws_g = max_j w_gj / WQ, and Σ_j W_gj V_jd is summed
+//            in int32 (V_jd as K_jd), then added to a float32 accumulator times ws_g.
+//
+// Error. Q and W carry a relative error of at most 1/(2·QM), 1/(2·WQ) of their row's /
+// block's largest entry (QM, WQ ≥ 2184: ≤ 2.3e−4), well below the cache's own rounding
+// (int8: 1/254 of the row's largest |x|; e4m3: 2^−4 relative per element). fp8 codes are
+// put on the grid 1/32 of the scaled row (whose largest element is 448): every element of
+// magnitude ≥ 1/4 (exponent ≥ 5) is exact, smaller ones round to the nearest 1/32, an error
+// of at most 2^−6 against the row's 448 (3.5e−5 relative). The int32 sums cannot overflow:
+// QM and WQ are chosen so that D/4 · QM · KMAX (one lane of a row's dot product; the
+// lanes are summed in float32) and KB · WQ · KMAX stay below 2^31.
+//
+// fp8 → int16 (value × 32) per 16 bytes, branch-free, two table lookups per byte:
+// byte = s e3 e2 e1 | e0 m2 m1 m0 (high nibble hn, low nibble ln). For a normal code
+// value = (8 + m) · 2^(e − 10) = T(ln) · 4^E(hn) · 2^−10 with T = (8 + m) << e0 ∈ [8, 30]
+// and E = e3e2e1. With X = T · 2^10 and Y = ±4^E (both int16: X ≤ 30720, |Y| ≤ 2^14)
+// the Q15 product (X·Y + 2^14) >> 15 = T · 4^E · 2^−5 = round(32 · value). Subnormal codes
+// (e = 0: value m · 2^−9, i.e. 32 · value ≤ 7/16) go through the same formula with
+// T = 8 + m and give (8 + m)/32 < 1/2, which rounds to 0 as the exact value does.
+// X's high byte T·4 comes from i8x16.swizzle of ln, Y's two bytes from two swizzles of hn.
+//
+// Layout and preconditions as attendI8 in llm.ts: one sequence, K/V rows [Hkv, N, D]
+// bytes with scales (Hkv, N) f32; q / out float32 addressed by head and row strides;
+// `scratch` holds attendQ8ScratchBytes(G, D) bytes (16-byte aligned). Cache rows may be
+// read up to 15 bytes past their end (arena padding).
+
+import { expV, hsum4 } from './simd';
+
+// @ts-ignore: decorator
+@inline const KB = 32; // keys per block
+// @ts-ignore: decorator
+@inline const KMAX_I8: i32 = 127;
+// @ts-ignore: decorator
+@inline const KMAX_F8: i32 = 15360; // 32 · 480 (the NaN code's T·4^E, above 448's 14336)
+
+@inline function roundUp(x: i32, m: i32): i32 {
+  return (x + m - 1) / m * m;
+}
+
+/** Query heads are processed in groups of 4 (one per f32x4 lane), the G mod 4 rest one by one. */
+@inline function groupsOf(G: i32): i32 {
+  return (G >> 2) + (G & 3);
+}
+
+/** Scratch bytes attendI8 / attendE4m3 need for G query heads per kv head and head size D. */
+export function attendQ8ScratchBytes(G: i32, D: i32): usize {
+  const NG = <usize>groupsOf(max(G, 1)), Dp = <usize>roundUp(max(D, 1), 16);
+  // Q rows + accumulators (4 lanes per group), m / l / qs / ws per group, scores, pair
+  // weights per group, the K block, the V block (pairs) and a zero row
+  return NG * 4 * Dp * 6 + NG * 64 + KB * 16 + NG * (KB / 2) * 16 + <usize>KB * Dp * 4 + Dp + 32 + 64;
+}
+
+// ---- fp8 → int16 -------------------------------------------------------------------------
+
+// The three lookups of 16 codes: X's high bytes, Y's low and high bytes (m0f = splat(0x0f),
+// held in a register by the caller).
+@inline function lookX(b: v128, m0f: v128): v128 {
+  return i8x16.swizzle(i8x16(32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80, 88, 96, 104, 112, 120), v128.and(b, m0f));
+}
+@inline function lookYlo(hn: v128): v128 {
+  return i8x16.swizzle(i8x16(1, 4, 16, 64, 0, 0, 0, 0, -1, -4, -16, -64, 0, 0, 0, 0), hn);
+}
+@inline function lookYhi(hn: v128): v128 {
+  return i8x16.swizzle(i8x16(0, 0, 0, 0, 1, 4, 16, 64, -1, -1, -1, -1, -1, -4, -16, -64), hn);
+}
+/** round(32 · value) of codes 0..7 (low) or 8..15 (high) of the 16 looked up. */
+@inline function e4m3Lo(xa: v128, ylo: v128, yhi: v128): v128 {
+  return i16x8.q15mulr_sat_s(
+    i8x16.shuffle(i8x16.splat(0), xa, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
+    i8x16.shuffle(ylo, yhi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+}
+@inline function e4m3Hi(xa: v128, ylo: v128, yhi: v128): v128 {
+  return i16x8.q15mulr_sat_s(
+    i8x16.shuffle(i8x16.splat(0), xa, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
+    i8x16.shuffle(ylo, yhi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31));
+}
+
+/** Words a0 b0 a1 b1 a2 b2 a3 b3 (low halves of a and b interleaved). */
+@inline function zipLo(a: v128, b: v128): v128 {
+  return i8x16.shuffle(a, b, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
+}
+@inline function zipHi(a: v128, b: v128): v128 {
+  return i8x16.shuffle(a, b, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
+}
+
+/** nb cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. m0f: splat(0x0f). */
+function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, fp8: bool, m0f: v128): void {
+  const rs = <usize>Dp << 1;
+  for (let j = 0; j < nb; j++) {
+    const s = src + <usize>j * <usize>D, d0 = dst + <usize>j * rs;
+    if (fp8) {
+      for (let d = 0; d < Dp; d += 16) {
+        const b = v128.load(s + d);
+        const hn = v128.and(i16x8.shr_u(b, 4), m0f);
+        const xa = lookX(b, m0f), ylo = lookYlo(hn), yhi = lookYhi(hn);
+        v128.store(d0 + (<usize>d << 1), e4m3Lo(xa, ylo, yhi));
+        v128.store(d0 + (<usize>d << 1), e4m3Hi(xa, ylo, yhi), 16);
+      }
+    } else {
+      for (let d = 0; d < Dp; d += 8) v128.store(d0 + (<usize>d << 1), v128.load8x8_s(s + d));
+    }
+  }
+}
+
+/** nb cache rows → pairs (2t, 2t+1) of int16 rows interleaved element by element; an odd last row pairs with zeros. */
+function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, fp8: bool, zero: usize, m0f: v128): void {
+  const ps = <usize>Dp << 2;
+  for (let j = 0; j < nb; j += 2) {
+    const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
+    const d0 = dst + <usize>(j >> 1) * ps;
+    if (fp8) {
+      for (let d = 0; d < Dp; d += 16) {
+        const o = d0 + (<usize>d << 2);
+        const ba = v128.load(r0 + d), bb = v128.load(r1 + d);
+        const ha = v128.and(i16x8.shr_u(ba, 4), m0f), hb = v128.and(i16x8.shr_u(bb, 4), m0f);
+        const xa = lookX(ba, m0f), la = lookYlo(ha), ua = lookYhi(ha);
+        const xb = lookX(bb, m0f), lb = lookYlo(hb), ub = lookYhi(hb);
+        const a0 = e4m3Lo(xa, la, ua), b0 = e4m3Lo(xb, lb, ub);
+        v128.store(o, zipLo(a0, b0)); v128.store(o, zipHi(a0, b0), 16);
+        const a1 = e4m3Hi(xa, la, ua), b1 = e4m3Hi(xb, lb, ub);
+        v128.store(o, zipLo(a1, b1), 32); v128.store(o, zipHi(a1, b1), 48);
+      }
+    } else {
+      for (let d = 0; d < Dp; d += 8) {
+        const o = d0 + (<usize>d << 2);
+        const a = v128.load8x8_s(r0 + d), b = v128.load8x8_s(r1 + d);
+        v128.store(o, zipLo(a, b)); v128.store(o, zipHi(a, b), 16);
+      }
+    }
+  }
+}
+
+// ---- scores -------------------------------------------------------------------------------
+
+@inline function cvt(a: v128): v128 {
+  return f32x4.convert_i32x4_s(a);
+}
+
+/** Four heads (Q rows at qi, stride Dp) × nb keys (int16 rows at kc): sc[j] = lanes of the 4 heads' scores. */
+function scores4(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
+  const rs = <usize>Dp << 1;
+  const q1 = qi + rs, q2 = q1 + rs, q3 = q2 + rs;
+  for (let j = 0; j < nb; j += 2) {
+    const k0 = kc + <usize>j * rs, k1 = j + 1 < nb ? k0 + rs : k0;
+    let a00 = i32x4.splat(0), a10 = i32x4.splat(0), a20 = i32x4.splat(0), a30 = i32x4.splat(0);
+    let a01 = i32x4.splat(0), a11 = i32x4.splat(0), a21 = i32x4.splat(0), a31 = i32x4.splat(0);
+    for (let o: usize = 0; o < rs; o += 16) {
+      const x0 = v128.load(k0 + o), x1 = v128.load(k1 + o);
+      const y0 = v128.load(qi + o), y1 = v128.load(q1 + o), y2 = v128.load(q2 + o), y3 = v128.load(q3 + o);
+      a00 = i32x4.add(a00, i32x4.dot_i16x8_s(y0, x0)); a01 = i32x4.add(a01, i32x4.dot_i16x8_s(y0, x1));
+      a10 = i32x4.add(a10, i32x4.dot_i16x8_s(y1, x0)); a11 = i32x4.add(a11, i32x4.dot_i16x8_s(y1, x1));
+      a20 = i32x4.add(a20, i32x4.dot_i16x8_s(y2, x0)); a21 = i32x4.add(a21, i32x4.dot_i16x8_s(y2, x1));
+      a30 = i32x4.add(a30, i32x4.dot_i16x8_s(y3, x0)); a31 = i32x4.add(a31, i32x4.dot_i16x8_s(y3, x1));
+    }
+    const c = sc + (<usize>j << 4);
+    // lanes → float before the horizontal sums (the int32 total of a row could overflow)
+    v128.store(c, f32x4.mul(hsum4(cvt(a00), cvt(a10), cvt(a20), cvt(a30)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2)))));
+    if (j + 1 < nb) v128.store(c, f32x4.mul(hsum4(cvt(a01), cvt(a11), cvt(a21), cvt(a31)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2), 4))), 16);
+  }
+}
+
+/** One head (Q row at qi) × nb keys: sc[j] = the score in every lane. */
+function scores1(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
+  const rs = <usize>Dp << 1;
+  for (let j = 0; j < nb; j += 4) {
+    const k0 = kc + <usize>j * rs;
+    const k1 = j + 1 < nb ? k0 + rs : k0, k2 = j + 2 < nb ? k1 + rs : k0, k3 = j + 3 < nb ? k2 + rs : k0;
+    let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    for (let o: usize = 0; o < rs; o += 16) {
+      const y = v128.load(qi + o);
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, v128.load(k0 + o)));
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, v128.load(k1 + o)));
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, v128.load(k2 + o)));
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, v128.load(k3 + o)));
+    }
+    // lanes → float before the horizontal sum (the int32 total of a row could overflow)
+    const s = f32x4.mul(f32x4.mul(hsum4(f32x4.convert_i32x4_s(a0), f32x4.convert_i32x4_s(a1), f32x4.convert_i32x4_s(a2), f32x4.convert_i32x4_s(a3)), qs),
+      v128.load(ks + (<usize>j << 2))); // reads up to 3 scales past the block: arena padding
+    // each key's score into all four lanes of its row (via the row itself: lane t of s → row j + t)
+    v128.store(sc + (<usize>j << 4), s);
+    for (let t = min(4, nb - j) - 1; t >= 0; t--) v128.store(sc + (<usize>(j + t) << 4), v128.load32_splat(sc + (<usize>j << 4) + (<usize>t << 2)));
+  }
+}
+
+// ---- P·V ----------------------------------------------------------------------------------
+
+/**
+ * acc[h][d] += ws_h · Σ_t dot(V pair t, W pair t of head h) for the group's nh (4 or 1)
+ * heads; accumulators at acc (rows of Dp f32), pair weights at wp (16 bytes per pair: one
+ * i32 = two int16 per lane/head), ws the 4 lanes' grid steps.
+ */
+@inline function pvGroup(acc: usize, vc: usize, np: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
+  const ps = <usize>Dp << 2, ar = <usize>Dp << 2;
+  if (nh == 4) {
+    const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0)), ws1 = f32x4.splat(f32x4.extract_lane(ws, 1));
+    const ws2 = f32x4.splat(f32x4.extract_lane(ws, 2)), ws3 = f32x4.splat(f32x4.extract_lane(ws, 3));
+    for (let d = 0; d < D8; d += 8) {
+      let x0 = i32x4.splat(0), y0 = i32x4.splat(0), x1 = i32x4.splat(0), y1 = i32x4.splat(0);
+      let x2 = i32x4.splat(0), y2 = i32x4.splat(0), x3 = i32x4.splat(0), y3 = i32x4.splat(0);
+      let vp = vc + (<usize>d << 2), w = wp;
+      for (let t = 0; t < np; t++) {
+        const lo = v128.load(vp), hi = v128.load(vp, 16);
+        const w0 = v128.load32_splat(w), w1 = v128.load32_splat(w, 4), w2 = v128.load32_splat(w, 8), w3 = v128.load32_splat(w, 12);
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(lo, w0)); y0 = i32x4.add(y0, i32x4.dot_i16x8_s(hi, w0));
+        x1 = i32x4.add(x1, i32x4.dot_i16x8_s(lo, w1)); y1 = i32x4.add(y1, i32x4.dot_i16x8_s(hi, w1));
+        x2 = i32x4.add(x2, i32x4.dot_i16x8_s(lo, w2)); y2 = i32x4.add(y2, i32x4.dot_i16x8_s(hi, w2));
+        x3 = i32x4.add(x3, i32x4.dot_i16x8_s(lo, w3)); y3 = i32x4.add(y3, i32x4.dot_i16x8_s(hi, w3));
+        vp += ps; w += 16;
+      }
+      const o = acc + (<usize>d << 2);
+      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(f32x4.convert_i32x4_s(x0), ws0)));
+      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(f32x4.convert_i32x4_s(y0), ws0)), 16);
+      v128.store(o + ar, f32x4.add(v128.load(o + ar), f32x4.mul(f32x4.convert_i32x4_s(x1), ws1)));
+      v128.store(o + ar, f32x4.add(v128.load(o + ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y1), ws1)), 16);
+      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar), f32x4.mul(f32x4.convert_i32x4_s(x2), ws2)));
+      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y2), ws2)), 16);
+      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar), f32x4.mul(f32x4.convert_i32x4_s(x3), ws3)));
+      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y3), ws3)), 16);
+    }
+  } else {
+    const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0));
+    for (let d = 0; d < D8; d += 8) {
+      let x0 = i32x4.splat(0), y0 = i32x4.splat(0);
+      let vp = vc + (<usize>d << 2), w = wp;
+      for (let t = 0; t < np; t++) {
+        const w0 = v128.load32_splat(w);
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp), w0));
+        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp, 16), w0));
+        vp += ps; w += 16;
+      }
+      const o = acc + (<usize>d << 2);
+      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(f32x4.convert_i32x4_s(x0), ws0)));
+      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(f32x4.convert_i32x4_s(y0), ws0)), 16);
+    }
+  }
+}
+
+// ---- the step ------------------------------------------------------------------------------
+
+/** acc rows (nh of them, Dp floats) ← acc · alpha[h] (alpha: nh f32 in memory). */
+function rescale(acc: usize, alpha: usize, nh: i32, Dp: i32): void {
+  for (let h = 0; h < nh; h++) {
+    const a = v128.load32_splat(alpha + (<usize>h << 2));
+    const r = acc + <usize>h * (<usize>Dp << 2);
+    for (let d = 0; d < Dp; d += 4) v128.store(r + (<usize>d << 2), f32x4.mul(v128.load(r + (<usize>d << 2)), a));
+  }
+}
+
+/**
+ * The SIMD attendI8 (fp8 = false) / attendE4m3 (fp8 = true); arguments as in llm.ts.
+ */
+export function attendQ8(
+  fp8: bool, out: usize, q: usize, k: usize, v: usize, Hq: i32, Hkv: i32, S: i32, qLen: i32, D: i32, N: i32,
+  qHeadStride: i32, qRowStride: i32, kvLen: i32, window: i32, causal: i32, scale: f32, scratch: usize,
+  kScales: usize, vScales: usize,
+): void {
+  const G = Hkv > 0 ? Hq / Hkv : 1;
+  const NG = groupsOf(G), G4 = G >> 2;
+  const Dp = roundUp(max(D, 1), 16), D8 = roundUp(D, 8);
+  const dd = <usize>D, nn = <usize>N;
+  const kmax = fp8 ? KMAX_F8 : KMAX_I8;
+  const QM = <f32>min(32767, 2147483647 / ((Dp >> 2) * kmax));
+  const WQ = <f32>min(32767, 2147483647 / (KB * kmax));
+  const gridK: f32 = fp8 ? <f32>1 / 32 : 1;
+  // scratch
+  let sp = (scratch + 15) & ~15;
+  const sQ = sp; sp += <usize>NG * 4 * <usize>Dp * 2;
+  const sAcc = sp; sp += <usize>NG * 4 * <usize>Dp * 4;
+  const sM = sp; sp += <usize>NG * 16;
+  const sL = sp; sp += <usize>NG * 16;
+  const sQs = sp; sp += <usize>NG * 16;
+  const sWs = sp; sp += <usize>NG * 16;
+  const sSc = sp; sp += KB * 16;
+  const sW = sp; sp += <usize>NG * (KB / 2) * 16;
+  const sK = sp; sp += <usize>KB * <usize>Dp * 2;
+  const sV = sp; sp += <usize>KB * <usize>Dp * 2;
+  const sAlpha = sp; sp += 16;
+  const sZero = sp;
+  memory.fill(sZero, 0, <usize>Dp);
+  // splat(0x0f) through memory, so the engine keeps it in a register instead of rebuilding it per use
+  store<u64>(sZero + <usize>Dp, 0x0f0f0f0f0f0f0f0f); store<u64>(sZero + <usize>Dp, 0x0f0f0f0f0f0f0f0f, 8);
+  const m0f = v128.load(sZero + <usize>Dp);
+  let lo = 0;
+  if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
+  for (let hk = 0; hk < Hkv; hk++) {
+    const kh = k + <usize>hk * nn * dd, vh = v + <usize>hk * nn * dd;
+    const ksh = kScales + ((<usize>hk * nn) << 2), vsh = vScales + ((<usize>hk * nn) << 2);
+    const h0 = hk * G;
+    for (let s = 0; s < S; s++) {
+      const hi = causal != 0 ? kvLen - qLen + s : kvLen - 1;
+      const count = hi - lo + 1;
+      if (s >= qLen || count <= 0) {
+        for (let g = 0; g < G; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dd << 2);
+        continue;
+      }
+      // Q rows on the grid; group gi holds heads 4gi..4gi+3 (gi < G4) or the single head G4·4 + gi − G4
+      memory.fill(sQ, 0, <usize>NG * 4 * <usize>Dp * 2);
+      memory.fill(sAcc, 0, <usize>NG * 4 * <usize>Dp * 4);
+      for (let gi = 0; gi < NG; gi++) {
+        const nh = gi < G4 ? 4 : 1;
+        const hb = gi < G4 ? gi * 4 : G4 * 4 + gi - G4;
+        for (let t = 0; t < nh; t++) {
+          const qr = q + <usize>((h0 + hb + t) * qHeadStride + s * qRowStride) * 4;
+          let amax: f32 = 0;
+          for (let d = 0; d < D; d++) amax = max(amax, abs(load<f32>(qr + (<usize>d << 2)) * scale));
+          const qs = amax / QM;
+          const inv: f32 = amax > 0 ? QM / amax : 0;
+          const dst = sQ + (<usize>(gi * 4 + t) * <usize>Dp << 1);
+          for (let d = 0; d < D; d++) store<i16>(dst + (<usize>d << 1), <i16><i32>nearest(load<f32>(qr + (<usize>d << 2)) * scale * inv));
+          store<f32>(sQs + (<usize>(gi * 4 + t) << 2), qs * gridK);
+        }
+        v128.store(sM + (<usize>gi << 4), f32x4.splat(-Infinity));
+        v128.store(sL + (<usize>gi << 4), f32x4.splat(0));
+      }
+      // visible positions lo..hi live in rows slot0.. (mod N for a window): up to two runs
+      const slot0 = window > 0 ? lo % window : lo;
+      const first = min(count, N - slot0);
+      for (let i = 0; i < count; ) {
+        const slot = i < first ? slot0 + i : i - first;
+        const nb = min(KB, (i < first ? first : count) - i);
+        const np = (nb + 1) >> 1;
+        const ks = ksh + (<usize>slot << 2), vs = vsh + (<usize>slot << 2);
+        widenK(sK, kh + <usize>slot * dd, nb, D, Dp, fp8, m0f);
+        for (let gi = 0; gi < NG; gi++) {
+          const nh = gi < G4 ? 4 : 1;
+          const qs = v128.load(sQs + (<usize>gi << 4));
+          if (nh == 4) scores4(sQ + (<usize>gi * 4 * <usize>Dp << 1), sK, nb, Dp, sSc, qs, ks);
+          else scores1(sQ + (<usize>gi * 4 * <usize>Dp << 1), sK, nb, Dp, sSc, i32x4.shuffle(qs, qs, 0, 0, 0, 0), ks);
+          // online softmax over the block, all lanes at once
+          let mx = v128.load(sSc);
+          for (let j = 1; j < nb; j++) mx = f32x4.max(mx, v128.load(sSc + (<usize>j << 4)));
+          const mOld = v128.load(sM + (<usize>gi << 4));
+          const mNew = f32x4.max(mOld, mx);
+          let sum = f32x4.splat(0), wmax = f32x4.splat(0);
+          for (let j = 0; j < nb; j++) {
+            const a = sSc + (<usize>j << 4);
+            const p = expV(f32x4.sub(v128.load(a), mNew));
+            sum = f32x4.add(sum, p);
+            const w = f32x4.mul(p, v128.load32_splat(vs + (<usize>j << 2)));
+            v128.store(a, w);
+            wmax = f32x4.max(wmax, w);
+          }
+          const alpha = expV(f32x4.sub(mOld, mNew)); // mOld = −∞ gives 0
+          v128.store(sL + (<usize>gi << 4), f32x4.add(f32x4.mul(v128.load(sL + (<usize>gi << 4)), alpha), sum));
+          v128.store(sM + (<usize>gi << 4), mNew);
+          v128.store(sAlpha, alpha);
+          rescale(sAcc + (<usize>gi * 4 * <usize>Dp << 2), sAlpha, nh, Dp);
+          // weights on the grid, packed as (W_2t, W_2t+1) int16 pairs per lane
+          const pos = f32x4.gt(wmax, f32x4.splat(0));
+          const inv = v128.and(f32x4.div(f32x4.splat(WQ), wmax), pos);
+          v128.store(sWs + (<usize>gi << 4), f32x4.mul(wmax, f32x4.splat(gridK / WQ)));
+          const wp = sW + <usize>gi * (KB / 2) * 16;
+          for (let t = 0; t < np; t++) {
+            const j = t << 1;
+            const a = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(sSc + (<usize>j << 4)), inv)));
+            const b = j + 1 < nb ? i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(sSc + (<usize>j << 4), 16), inv))) : i32x4.splat(0);
+            v128.store(wp + (<usize>t << 4), i8x16.shuffle(i16x8.narrow_i32x4_s(a, b), b, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15));
+          }
+        }
+        widenV(sV, vh + <usize>slot * dd, nb, D, Dp, fp8, sZero, m0f);
+        for (let gi = 0; gi < NG; gi++) {
+          const acc = sAcc + (<usize>gi * 4 * <usize>Dp << 2);
+          const ws = v128.load(sWs + (<usize>gi << 4)), wp = sW + <usize>gi * (KB / 2) * 16;
+          if (gi < G4) pvGroup(acc, sV, np, wp, ws, Dp, D8, 4);
+          else pvGroup(acc, sV, np, wp, ws, Dp, D8, 1);
+        }
+        i += nb;
+      }
+      // y = acc / l
+      for (let gi = 0; gi < NG; gi++) {
+        const nh = gi < G4 ? 4 : 1;
+        const hb = gi < G4 ? gi * 4 : G4 * 4 + gi - G4;
+        for (let t = 0; t < nh; t++) {
+          const l = load<f32>(sL + (<usize>gi << 4) + (<usize>t << 2));
+          const c: f32 = l > 0 ? <f32>1 / l : 0;
+          const src = sAcc + (<usize>(gi * 4 + t) * <usize>Dp << 2);
+          const dst = out + <usize>((h0 + hb + t) * qHeadStride + s * qRowStride) * 4;
+          let d = 0;
+          const vc = f32x4.splat(c);
+          for (; d + 4 <= D; d += 4) v128.store(dst + (<usize>d << 2), f32x4.mul(v128.load(src + (<usize>d << 2)), vc));
+          for (; d < D; d++) store<f32>(dst + (<usize>d << 2), load<f32>(src + (<usize>d << 2)) * c);
+        }
+      }
+    }
+  }
+}
