@@ -124,13 +124,28 @@ export function matvecRows16F32(out: usize, w: usize, x: usize, d: i32, n: i32):
     }
   }
   // Scalar: every row in the scalar build, the last partial block in the SIMD build.
-  // Row i = 16b + r reads its column entries h_b floats apart.
-  for (; i < dd; i++) {
-    const step = min<usize>(16, dd - (i & ~(<usize>15))) << 2;
+  // Row i = 16b + r reads its column entries h_b floats apart; the scalar build takes four
+  // adjacent rows per pass (one x load, four sums: ~1.4x the old row-major loop).
+  while (i < dd) {
+    const b0 = i & ~(<usize>15);
+    const h = min<usize>(16, dd - b0);
+    const step = h << 2;
     let p = w + (i >> 4) * blockBytes + ((i & 15) << 2);
-    let t: f32 = 0;
-    for (let j: usize = 0; j < nn; j++) { t += load<f32>(p) * ld(x, j); p += step; }
-    st(out, i, t);
+    if (!ASC_FEATURE_SIMD && i + 4 <= b0 + h) {
+      let t0: f32 = 0, t1: f32 = 0, t2: f32 = 0, t3: f32 = 0;
+      for (let j: usize = 0; j < nn; j++) {
+        const xj = ld(x, j);
+        t0 += load<f32>(p) * xj; t1 += load<f32>(p, 4) * xj; t2 += load<f32>(p, 8) * xj; t3 += load<f32>(p, 12) * xj;
+        p += step;
+      }
+      st(out, i, t0); st(out, i + 1, t1); st(out, i + 2, t2); st(out, i + 3, t3);
+      i += 4;
+    } else {
+      let t: f32 = 0;
+      for (let j: usize = 0; j < nn; j++) { t += load<f32>(p) * ld(x, j); p += step; }
+      st(out, i, t);
+      i++;
+    }
   }
 }
 
