@@ -38,7 +38,7 @@
 // `scratch` holds attendQ8ScratchBytes(G, D) bytes (16-byte aligned). Cache rows may be
 // read up to 15 bytes past their end (arena padding).
 
-import { expV, hsum4 } from './simd';
+import { MAGIC, expV, hsum4 } from './simd';
 
 // @ts-ignore: decorator
 @inline const KB = 32; // keys per block
@@ -342,9 +342,9 @@ export function attendQ8(
           else scores1(sQ + (<usize>gi * 4 * <usize>Dp << 1), sK, nb, Dp, sSc, i32x4.shuffle(qs, qs, 0, 0, 0, 0), ks);
           // online softmax over the block, all lanes at once
           let mx = v128.load(sSc);
-          for (let j = 1; j < nb; j++) mx = f32x4.max(mx, v128.load(sSc + (<usize>j << 4)));
+          for (let j = 1; j < nb; j++) mx = f32x4.pmax(mx, v128.load(sSc + (<usize>j << 4))); // a NaN first score stays (pmax(a, b) = a < b ? b : a)
           const mOld = v128.load(sM + (<usize>gi << 4));
-          const mNew = f32x4.max(mOld, mx);
+          const mNew = f32x4.pmax(mOld, mx);
           let sum = f32x4.splat(0), wmax = f32x4.splat(0);
           for (let j = 0; j < nb; j++) {
             const a = sSc + (<usize>j << 4);
@@ -352,7 +352,7 @@ export function attendQ8(
             sum = f32x4.add(sum, p);
             const w = f32x4.mul(p, v128.load32_splat(vs + (<usize>j << 2)));
             v128.store(a, w);
-            wmax = f32x4.max(wmax, w);
+            wmax = f32x4.pmax(wmax, w);
           }
           const alpha = expV(f32x4.sub(mOld, mNew)); // mOld = −∞ gives 0
           v128.store(sL + (<usize>gi << 4), f32x4.add(f32x4.mul(v128.load(sL + (<usize>gi << 4)), alpha), sum));
@@ -366,8 +366,9 @@ export function attendQ8(
           const wp = sW + <usize>gi * (KB / 2) * 16;
           for (let t = 0; t < np; t++) {
             const j = t << 1;
-            const a = i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(sSc + (<usize>j << 4)), inv)));
-            const b = j + 1 < nb ? i32x4.trunc_sat_f32x4_s(f32x4.nearest(f32x4.mul(v128.load(sSc + (<usize>j << 4), 16), inv))) : i32x4.splat(0);
+            // round(w · inv) as int32: add 1.5·2^23, subtract its bits (w · inv ≤ WQ < 2^22)
+            const a = i32x4.sub(f32x4.add(f32x4.mul(v128.load(sSc + (<usize>j << 4)), inv), f32x4.splat(MAGIC)), f32x4.splat(MAGIC));
+            const b = j + 1 < nb ? i32x4.sub(f32x4.add(f32x4.mul(v128.load(sSc + (<usize>j << 4), 16), inv), f32x4.splat(MAGIC)), f32x4.splat(MAGIC)) : i32x4.splat(0);
             v128.store(wp + (<usize>t << 4), i8x16.shuffle(i16x8.narrow_i32x4_s(a, b), b, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15));
           }
         }

@@ -36,12 +36,19 @@
 @inline const P4: f32 = 1.6666665459e-1;
 // @ts-ignore: decorator
 @inline const P5: f32 = 5.0000001201e-1;
+// @ts-ignore: decorator
+@inline export const MAGIC: f32 = 12582912.0; // 1.5 · 2^23: x + MAGIC rounds x to an integer (|x| < 2^22)
 
 /** exp of 4 float32 lanes (see the derivation above). */
 // @ts-ignore: decorator
 @inline export function expV(x: v128): v128 {
-  const xc = f32x4.min(f32x4.max(x, f32x4.splat(EXP_LO)), f32x4.splat(EXP_HI));
-  const n = f32x4.nearest(f32x4.mul(xc, f32x4.splat(LOG2E)));
+  // pmax / pmin (one instruction each, where max / min need a NaN and ±0 fix-up of about
+  // eight): pmax(x, c) = x < c ? c : x and pmin(x, c) = c < x ? c : x pass a NaN x through
+  const xc = f32x4.pmin(f32x4.pmax(x, f32x4.splat(EXP_LO)), f32x4.splat(EXP_HI));
+  // nearest(xc·log2 e) without a float→int conversion: adding 1.5·2^23 leaves the rounded
+  // integer (ties to even, as f32x4.nearest) in the low mantissa bits, |xc·log2 e| < 2^22
+  const t = f32x4.add(f32x4.mul(xc, f32x4.splat(LOG2E)), f32x4.splat(MAGIC));
+  const n = f32x4.sub(t, f32x4.splat(MAGIC));
   let r = f32x4.sub(xc, f32x4.mul(n, f32x4.splat(LN2_HI)));
   r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(LN2_LO)));
   let y = f32x4.splat(P0);
@@ -52,7 +59,9 @@
   y = f32x4.add(f32x4.mul(y, r), f32x4.splat(P5));
   const r2 = f32x4.mul(r, r);
   y = f32x4.add(f32x4.add(f32x4.mul(y, r2), r), f32x4.splat(1.0));
-  const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  // t's bits are 0x4b400000 + n; shifted left by 23 the constant's bits leave the word,
+  // so (bits(t) + 127) << 23 = (n + 127) << 23 = 2^n
+  const pow2 = i32x4.shl(i32x4.add(t, i32x4.splat(127)), 23);
   const res = f32x4.mul(y, pow2);
   // x < EXP_LO (and −∞) → 0; NaN compares false and keeps the NaN from the arithmetic.
   return v128.andnot(res, f32x4.lt(x, f32x4.splat(EXP_LO)));
@@ -84,7 +93,7 @@
 @inline export function tanhV(x: v128): v128 {
   const sign = v128.and(x, i32x4.splat(0x80000000));
   const ax = v128.andnot(x, i32x4.splat(0x80000000));
-  const e = expV(f32x4.mul(f32x4.min(ax, f32x4.splat(9.0)), f32x4.splat(2.0)));
+  const e = expV(f32x4.mul(f32x4.pmin(ax, f32x4.splat(9.0)), f32x4.splat(2.0)));
   const t = f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0))));
   return v128.or(t, sign);
 }
