@@ -246,7 +246,10 @@ function laeF64x2Call(a: v128, b: v128): v128 {
       if (sizeof<T>() == 4) {
         return laeF32x4(a, b);
       } else {
-        return laeF64x2(a, b);
+        // float64 logaddexp out of line: inlined into every float64 scan loop it made that
+        // one instantiation ~20 KB of the module (a call per 2 lanes costs little next to
+        // the exp/log1p polynomials it wraps)
+        return laeF64x2Call(a, b);
       }
     } else {
       return a;
