@@ -44,8 +44,8 @@
 // overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
 // never leave the output rows.
 import {
-  bf16ToF32Scalar, expScalar, expV, f16ToF32Scalar, f32ToBF16Scalar, f32ToF16Scalar, hmax,
-  hsum, hsum4, loadBF16x4, loadF16x4, tanhScalar, tanhV,
+  bf16ToF32Scalar, expScalar, expV, f16BitsToF32V, f16ToF32Scalar, f32ToBF16Scalar, f32ToF16Scalar,
+  hsum4, loadBF16x4, loadF16x4, tanhScalar, tanhV,
 } from './simd';
 
 // ---- parameter block ----------------------------------------------------------------
@@ -305,55 +305,94 @@ function quantizeRow(p: usize, n: i32): void {
   }
 }
 
-// ---- the tile's Q rows ------------------------------------------------------------------
+// ---- tile layouts ------------------------------------------------------------------------
+// Rows of a tile come in groups of 4 (row r: group r >> 2, lane r & 3), and the Q tile and
+// the score block are stored group-interleaved so that the microkernels address them with
+// one pointer and constant offsets, and the softmax runs on 4 rows at once (one v128 per key):
+//   Q tile  [group][Dp/4][lane][4]   q(r, d) at float (r>>2)·4·Dp + (d>>2)·16 + (r&3)·4 + (d&3)
+//   scores  [group][SB][lane]        s(r, j) at float ((r>>2)·SB + j)·4 + (r&3)
+// The accumulators stay row-major (R_MAX × Dvp), the running max / sum per row contiguous
+// (a group's four at one v128).
+
+/** Byte address of q(r, d) in the Q tile. */
+@inline function qAddr(r: i32, d: i32): usize {
+  return sQ + ((<usize>(r >> 2) * <usize>gDp * 4 + (<usize>(d >> 2) << 4) + (<usize>(r & 3) << 2) + <usize>(d & 3)) << 2);
+}
+
+/** Byte address of key 0 of row r's group in the score buffer, lane r & 3. */
+@inline function sAddr(r: i32): usize {
+  return sS + (<usize>(r >> 2) * <usize>gSB << 4) + (<usize>(r & 3) << 2);
+}
+
+/** a·b + c: one fused (relaxed) multiply-add where the build has relaxed SIMD, else mul + add. */
+// @ts-ignore: decorator
+@inline function madd(a: v128, b: v128, c: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return f32x4.relaxed_madd(a, b, c);
+  else return f32x4.add(c, f32x4.mul(a, b));
+}
 
 /** Copies row `src` (dtype t, D elements) into the tile's float32 row r, times scale, zero-padded to Dp. */
 function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
-  const dst = sQ + <usize>r * <usize>gDp * 4;
   const es = esize(t);
-  for (let d = 0; d < gD; d++) store<f32>(dst + (<usize>d << 2), ldAny(src + <usize>d * es, t) * scale);
-  for (let d = gD; d < gDp; d++) store<f32>(dst + (<usize>d << 2), 0);
+  for (let d = 0; d < gD; d++) store<f32>(qAddr(r, d), ldAny(src + <usize>d * es, t) * scale);
+  for (let d = gD; d < gDp; d++) store<f32>(qAddr(r, d), 0);
 }
 
 // ---- scores: S[r][jj] = qt_r · k_(j0+jj) for a block ------------------------------------
 
+// (the 4 lanes of the K / V load 16 bytes of float32 or 8 bytes of 16-bit values further)
+// @ts-ignore: decorator
+@inline function ld4Next<T>(p: usize): v128 {
+  if (sizeof<T>() == 4) return v128.load(p, 16);
+  else if (isSigned<T>()) return i32x4.shl(v128.load16x4_u(p, 8), 16);
+  else return f16BitsToF32V(v128.load16x4_u(p, 8));
+}
+
 function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRow: usize, tStride: usize, tBytes: usize, tN: i32): void {
-  const D = gD, Dp = gDp, sb = <usize>gSB << 2;
+  const D = gD;
   const es = sizeof<KT>();
+  const gS = <usize>gSB << 4; // bytes of one group's score rows
+  const gQ = <usize>gDp << 4; // bytes of one group's Q rows
   if (ASC_FEATURE_SIMD) {
     const D4 = D & ~3, tail = D & 3;
     const tm = tailMask(tail);
-    const qRow = <usize>Dp << 2;
+    const kStep = <usize>es << 2;
     // keys in sub-blocks of SUB rows, so a sub-block stays in L1 across the row groups
     // (K rows may be far apart: packed [T,H,D] puts one head's rows H·D elements apart)
     for (let jb = 0; jb < nb; jb += SUB) {
     const je = min(nb, jb + SUB);
     for (let rg = 0; rg < nR4; rg += 4) {
-      const q0 = sQ + <usize>rg * qRow, q1 = q0 + qRow, q2 = q1 + qRow, q3 = q2 + qRow;
-      const s0 = sS + <usize>rg * sb + sOff;
+      const qBase = sQ + <usize>(rg >> 2) * gQ, qEnd = qBase + (<usize>D4 << 4);
+      const s0 = sS + <usize>(rg >> 2) * gS + sOff;
       let j = jb;
       for (; j + 1 < je; j += 2) {
-        const k0 = kRow + <usize>j * kStride, k1 = k0 + kStride;
+        const k0 = kRow + <usize>j * kStride;
+        let kp0 = k0, kp1 = k0 + kStride;
         let a00 = f32x4.splat(0), a10 = f32x4.splat(0), a20 = f32x4.splat(0), a30 = f32x4.splat(0);
         let a01 = f32x4.splat(0), a11 = f32x4.splat(0), a21 = f32x4.splat(0), a31 = f32x4.splat(0);
-        let d = 0;
-        for (; d < D4; d += 4) {
-          const kv0 = ld4<KT>(k0 + <usize>d * es), kv1 = ld4<KT>(k1 + <usize>d * es);
-          const o = <usize>d << 2;
-          const x0 = v128.load(q0 + o), x1 = v128.load(q1 + o), x2 = v128.load(q2 + o), x3 = v128.load(q3 + o);
-          a00 = f32x4.add(a00, f32x4.mul(x0, kv0)); a01 = f32x4.add(a01, f32x4.mul(x0, kv1));
-          a10 = f32x4.add(a10, f32x4.mul(x1, kv0)); a11 = f32x4.add(a11, f32x4.mul(x1, kv1));
-          a20 = f32x4.add(a20, f32x4.mul(x2, kv0)); a21 = f32x4.add(a21, f32x4.mul(x2, kv1));
-          a30 = f32x4.add(a30, f32x4.mul(x3, kv0)); a31 = f32x4.add(a31, f32x4.mul(x3, kv1));
+        let qp = qBase;
+        for (; qp < qEnd; qp += 64) {
+          const kv0 = ld4<KT>(kp0), kv1 = ld4<KT>(kp1);
+          let x = v128.load(qp);
+          a00 = madd(x, kv0, a00); a01 = madd(x, kv1, a01);
+          x = v128.load(qp, 16);
+          a10 = madd(x, kv0, a10); a11 = madd(x, kv1, a11);
+          x = v128.load(qp, 32);
+          a20 = madd(x, kv0, a20); a21 = madd(x, kv1, a21);
+          x = v128.load(qp, 48);
+          a30 = madd(x, kv0, a30); a31 = madd(x, kv1, a31);
+          kp0 += kStep; kp1 += kStep;
         }
         if (tail) {
-          const kv0 = v128.and(ld4<KT>(k0 + <usize>d * es), tm), kv1 = v128.and(ld4<KT>(k1 + <usize>d * es), tm);
-          const o = <usize>d << 2;
-          const x0 = v128.load(q0 + o), x1 = v128.load(q1 + o), x2 = v128.load(q2 + o), x3 = v128.load(q3 + o);
-          a00 = f32x4.add(a00, f32x4.mul(x0, kv0)); a01 = f32x4.add(a01, f32x4.mul(x0, kv1));
-          a10 = f32x4.add(a10, f32x4.mul(x1, kv0)); a11 = f32x4.add(a11, f32x4.mul(x1, kv1));
-          a20 = f32x4.add(a20, f32x4.mul(x2, kv0)); a21 = f32x4.add(a21, f32x4.mul(x2, kv1));
-          a30 = f32x4.add(a30, f32x4.mul(x3, kv0)); a31 = f32x4.add(a31, f32x4.mul(x3, kv1));
+          const kv0 = v128.and(ld4<KT>(kp0), tm), kv1 = v128.and(ld4<KT>(kp1), tm);
+          let x = v128.load(qp);
+          a00 = madd(x, kv0, a00); a01 = madd(x, kv1, a01);
+          x = v128.load(qp, 16);
+          a10 = madd(x, kv0, a10); a11 = madd(x, kv1, a11);
+          x = v128.load(qp, 32);
+          a20 = madd(x, kv0, a20); a21 = madd(x, kv1, a21);
+          x = v128.load(qp, 48);
+          a30 = madd(x, kv0, a30); a31 = madd(x, kv1, a31);
         }
         if (j + 1 < tN) {
           // touch-ahead (wasm has no prefetch): read one word per cache line of the V and
@@ -364,144 +403,105 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
           const u0 = k0 + <usize>(2 * KB) * kStride, u1 = u0 + kStride, kBytes = <usize>D * es;
           for (let o: usize = 0; o < kBytes; o += 64) gSink ^= load<u32>(u0 + o) ^ load<u32>(u1 + o);
         }
-        const h0 = hsum4(a00, a10, a20, a30), h1 = hsum4(a01, a11, a21, a31);
-        const c = s0 + (<usize>j << 2);
-        store<f32>(c, f32x4.extract_lane(h0, 0)); store<f32>(c, f32x4.extract_lane(h1, 0), 4);
-        store<f32>(c + sb, f32x4.extract_lane(h0, 1)); store<f32>(c + sb, f32x4.extract_lane(h1, 1), 4);
-        store<f32>(c + 2 * sb, f32x4.extract_lane(h0, 2)); store<f32>(c + 2 * sb, f32x4.extract_lane(h1, 2), 4);
-        store<f32>(c + 3 * sb, f32x4.extract_lane(h0, 3)); store<f32>(c + 3 * sb, f32x4.extract_lane(h1, 3), 4);
+        // one v128 per key: the group's four scores
+        const c = s0 + (<usize>j << 4);
+        v128.store(c, hsum4(a00, a10, a20, a30));
+        v128.store(c, hsum4(a01, a11, a21, a31), 16);
       }
       if (j < je) {
-        const k0 = kRow + <usize>j * kStride;
+        let kp = kRow + <usize>j * kStride;
         let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-        let d = 0;
-        for (; d < D4; d += 4) {
-          const kv = ld4<KT>(k0 + <usize>d * es);
-          const o = <usize>d << 2;
-          a0 = f32x4.add(a0, f32x4.mul(v128.load(q0 + o), kv));
-          a1 = f32x4.add(a1, f32x4.mul(v128.load(q1 + o), kv));
-          a2 = f32x4.add(a2, f32x4.mul(v128.load(q2 + o), kv));
-          a3 = f32x4.add(a3, f32x4.mul(v128.load(q3 + o), kv));
+        let qp = qBase;
+        for (; qp < qEnd; qp += 64) {
+          const kv = ld4<KT>(kp);
+          a0 = madd(v128.load(qp), kv, a0);
+          a1 = madd(v128.load(qp, 16), kv, a1);
+          a2 = madd(v128.load(qp, 32), kv, a2);
+          a3 = madd(v128.load(qp, 48), kv, a3);
+          kp += kStep;
         }
         if (tail) {
-          const kv = v128.and(ld4<KT>(k0 + <usize>d * es), tm);
-          const o = <usize>d << 2;
-          a0 = f32x4.add(a0, f32x4.mul(v128.load(q0 + o), kv));
-          a1 = f32x4.add(a1, f32x4.mul(v128.load(q1 + o), kv));
-          a2 = f32x4.add(a2, f32x4.mul(v128.load(q2 + o), kv));
-          a3 = f32x4.add(a3, f32x4.mul(v128.load(q3 + o), kv));
+          const kv = v128.and(ld4<KT>(kp), tm);
+          a0 = madd(v128.load(qp), kv, a0);
+          a1 = madd(v128.load(qp, 16), kv, a1);
+          a2 = madd(v128.load(qp, 32), kv, a2);
+          a3 = madd(v128.load(qp, 48), kv, a3);
         }
-        const h = hsum4(a0, a1, a2, a3);
-        const c = s0 + (<usize>j << 2);
-        store<f32>(c, f32x4.extract_lane(h, 0));
-        store<f32>(c + sb, f32x4.extract_lane(h, 1));
-        store<f32>(c + 2 * sb, f32x4.extract_lane(h, 2));
-        store<f32>(c + 3 * sb, f32x4.extract_lane(h, 3));
+        v128.store(s0 + (<usize>j << 4), hsum4(a0, a1, a2, a3));
       }
     }
     }
   } else {
     for (let r = 0; r < nR4; r++) {
-      const qr = sQ + <usize>r * <usize>Dp * 4;
-      const sr = sS + <usize>r * sb + sOff;
+      const sr = sAddr(r) + sOff;
       for (let j = 0; j < nb; j++) {
         const kr = kRow + <usize>j * kStride;
         let acc: f32 = 0;
-        for (let d = 0; d < D; d++) acc += load<f32>(qr + (<usize>d << 2)) * ld1<KT>(kr + <usize>d * es);
-        store<f32>(sr + (<usize>j << 2), acc);
+        for (let d = 0; d < D; d++) acc += load<f32>(qAddr(r, d)) * ld1<KT>(kr + <usize>d * es);
+        store<f32>(sr + (<usize>j << 4), acc);
       }
     }
   }
 }
 
-// ---- per-row score post-processing ---------------------------------------------------------
+// ---- score post-processing, one row group at a time ----------------------------------------
 
 /**
- * Row r of the block [j0, j0 + nb) at sRow: writes the qk modes 0/1, applies softcap and the
- * mask, hides keys at or past the row's end with −∞ up to nbPad (a multiple of 4).
+ * The group of rows g..g+3 over the block [j0, j0 + nb) at blk (key j0 of the group):
+ * writes the qk modes 0/1, applies softcap and the mask, hides keys at or past each row's
+ * end with −∞ up to nbPad (a multiple of 4), writes qk mode 2.
  */
-function postRow(r: i32, sRow: usize, j0: i32, nb: i32, nbPad: i32): void {
-  const end = load<i32>(sEnd + (<usize>r << 2));
-  let lim = end - j0;
-  if (lim < 0) lim = 0;
-  if (lim > nb) lim = nb;
-  const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
-  const mrow = maskRow != 0 ? maskRow + (<usize>j0 << 2) : 0;
-  const qkRow = gQk != 0 ? load<usize>(sQkRow + (<usize>r << 2)) : 0;
-  if (qkRow != 0 && gQkMode <= 1) {
-    const es = esize(gOutT);
-    for (let jj = 0; jj < nb; jj++) {
-      let x = load<f32>(sRow + (<usize>jj << 2));
-      if (gQkMode == 1) x = jj < lim ? (mrow != 0 ? x + load<f32>(mrow + (<usize>jj << 2)) : x) : NEG_INF;
-      stAny(qkRow + <usize>(j0 + jj) * es, gOutT, x);
+function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
+  const es = esize(gOutT);
+  if (gQk != 0 && gQkMode <= 1) {
+    for (let r = g; r < g + 4; r++) {
+      const qkRow = load<usize>(sQkRow + (<usize>r << 2));
+      if (qkRow == 0) continue;
+      const end = load<i32>(sEnd + (<usize>r << 2));
+      const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
+      const sr = blk + (<usize>(r & 3) << 2);
+      for (let jj = 0; jj < nb; jj++) {
+        let x = load<f32>(sr + (<usize>jj << 4));
+        if (gQkMode == 1) x = j0 + jj < end ? (maskRow != 0 ? x + load<f32>(maskRow + (<usize>(j0 + jj) << 2)) : x) : NEG_INF;
+        stAny(qkRow + <usize>(j0 + jj) * es, gOutT, x);
+      }
     }
   }
+  // softcap over the whole group block (keys past a row's end are hidden below)
   const cap = gSoftcap;
-  if (ASC_FEATURE_SIMD) {
-    const lim4 = roundUp(lim, 4);
-    if (cap > 0) {
+  if (cap > 0) {
+    const n = nbPad << 2;
+    if (ASC_FEATURE_SIMD) {
       const vc = f32x4.splat(cap), vi = f32x4.splat(<f32>1.0 / cap);
-      for (let jj = 0; jj < lim4; jj += 4) {
-        const a = sRow + (<usize>jj << 2);
+      for (let jj = 0; jj < n; jj += 4) {
+        const a = blk + (<usize>jj << 2);
         v128.store(a, f32x4.mul(tanhV(f32x4.mul(v128.load(a), vi)), vc));
       }
-    }
-    if (mrow != 0) {
-      for (let jj = 0; jj < lim4; jj += 4) {
-        const a = sRow + (<usize>jj << 2);
-        v128.store(a, f32x4.add(v128.load(a), v128.load(mrow + (<usize>jj << 2))));
+    } else {
+      for (let jj = 0; jj < n; jj++) {
+        const a = blk + (<usize>jj << 2);
+        store<f32>(a, tanhScalar(load<f32>(a) / cap) * cap);
       }
     }
-  } else {
-    for (let jj = 0; jj < lim; jj++) {
-      const a = sRow + (<usize>jj << 2);
-      let x = load<f32>(a);
-      if (cap > 0) x = tanhScalar(x / cap) * cap;
-      if (mrow != 0) x += load<f32>(mrow + (<usize>jj << 2));
-      store<f32>(a, x);
-    }
   }
-  for (let jj = lim; jj < nbPad; jj++) store<f32>(sRow + (<usize>jj << 2), NEG_INF);
-  if (qkRow != 0 && gQkMode == 2) {
-    const es = esize(gOutT);
-    for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sRow + (<usize>jj << 2)));
-  }
-}
-
-/** Max over n floats (n a multiple of 4). */
-function rowMax(p: usize, n: i32): f32 {
-  if (ASC_FEATURE_SIMD) {
-    let m = f32x4.splat(NEG_INF);
-    for (let j = 0; j < n; j += 4) m = f32x4.max(m, v128.load(p + (<usize>j << 2)));
-    return hmax(m);
-  } else {
-    let m: f32 = NEG_INF;
-    for (let j = 0; j < n; j++) m = max(m, load<f32>(p + (<usize>j << 2)));
-    return m;
-  }
-}
-
-/** p_j ← exp(s_j − m) in place over n floats; returns Σ p_j. */
-function expRow(p: usize, n: i32, m: f32): f32 {
-  if (ASC_FEATURE_SIMD) {
-    const vm = f32x4.splat(m);
-    let s = f32x4.splat(0);
-    for (let j = 0; j < n; j += 4) {
-      const a = p + (<usize>j << 2);
-      const e = expV(f32x4.sub(v128.load(a), vm));
-      v128.store(a, e);
-      s = f32x4.add(s, e);
+  for (let r = g; r < g + 4; r++) {
+    let lim = load<i32>(sEnd + (<usize>r << 2)) - j0;
+    if (lim < 0) lim = 0;
+    if (lim > nb) lim = nb;
+    const sr = blk + (<usize>(r & 3) << 2);
+    const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
+    if (maskRow != 0) {
+      const mrow = maskRow + (<usize>j0 << 2);
+      for (let jj = 0; jj < lim; jj++) {
+        const a = sr + (<usize>jj << 4);
+        store<f32>(a, load<f32>(a) + load<f32>(mrow + (<usize>jj << 2)));
+      }
     }
-    return hsum(s);
-  } else {
-    let s: f32 = 0;
-    for (let j = 0; j < n; j++) {
-      const a = p + (<usize>j << 2);
-      const e = expScalar(load<f32>(a) - m);
-      store<f32>(a, e);
-      s += e;
+    for (let jj = lim; jj < nbPad; jj++) store<f32>(sr + (<usize>jj << 4), NEG_INF);
+    if (gQk != 0 && gQkMode == 2) {
+      const qkRow = load<usize>(sQkRow + (<usize>r << 2));
+      if (qkRow != 0) for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
     }
-    return s;
   }
 }
 
@@ -521,6 +521,113 @@ function scaleRow(p: usize, n: i32, c: f32): void {
   }
 }
 
+/** Accumulator row r ← · a unless a is 1. */
+@inline function rescaleAcc(r: i32, a: f32): void {
+  if (a != 1) scaleRow(sAcc + <usize>r * <usize>gDvp * 4, gDvp, a);
+}
+
+// Softmax over a group block of n keys (4 rows at once, one v128 per key). The maximum is
+// taken with pmax (m < s ? s : m): one instruction, and a NaN score leaves m alone but
+// still gives exp(NaN − m) = NaN, so a NaN score makes its row's output NaN as before. A
+// row whose visible scores are all −∞ keeps m = −∞; its exponentials are taken against 0
+// instead (exp(−∞) = 0), so it sums to 0 and outputs zeros.
+
+/**
+ * One-pass step for rows g..g+3: m_new = max(m, block), p ← exp(s − m_new),
+ * l ← l·exp(m − m_new) + Σp, accumulators rescaled by exp(m − m_new).
+ */
+function softmaxStep(g: i32, blk: usize, n: i32): void {
+  const mA = sM + (<usize>g << 2), lA = sL + (<usize>g << 2);
+  if (ASC_FEATURE_SIMD) {
+    const mOld = v128.load(mA);
+    let mx = mOld;
+    for (let j = 0; j < n; j++) mx = f32x4.pmax(mx, v128.load(blk + (<usize>j << 4)));
+    const mS = v128.andnot(mx, f32x4.eq(mx, f32x4.splat(NEG_INF)));
+    let s = f32x4.splat(0);
+    for (let j = 0; j < n; j++) {
+      const a = blk + (<usize>j << 4);
+      const e = expV(f32x4.sub(v128.load(a), mS));
+      v128.store(a, e);
+      s = f32x4.add(s, e);
+    }
+    const alpha = expV(f32x4.sub(mOld, mS));
+    v128.store(lA, f32x4.add(f32x4.mul(v128.load(lA), alpha), s));
+    v128.store(mA, mx);
+    if (!i32x4.all_true(f32x4.eq(alpha, f32x4.splat(1)))) {
+      rescaleAcc(g, f32x4.extract_lane(alpha, 0));
+      rescaleAcc(g + 1, f32x4.extract_lane(alpha, 1));
+      rescaleAcc(g + 2, f32x4.extract_lane(alpha, 2));
+      rescaleAcc(g + 3, f32x4.extract_lane(alpha, 3));
+    }
+  } else {
+    for (let lane = 0; lane < 4; lane++) {
+      const sr = blk + (<usize>lane << 2);
+      const mOld = load<f32>(mA + (<usize>lane << 2));
+      let mx = mOld;
+      for (let j = 0; j < n; j++) {
+        const x = load<f32>(sr + (<usize>j << 4));
+        if (mx < x) mx = x;
+      }
+      const mS: f32 = mx == NEG_INF ? 0 : mx;
+      let s: f32 = 0;
+      for (let j = 0; j < n; j++) {
+        const a = sr + (<usize>j << 4);
+        const e = expScalar(load<f32>(a) - mS);
+        store<f32>(a, e);
+        s += e;
+      }
+      const alpha = expScalar(mOld - mS);
+      store<f32>(lA + (<usize>lane << 2), load<f32>(lA + (<usize>lane << 2)) * alpha + s);
+      store<f32>(mA + (<usize>lane << 2), mx);
+      rescaleAcc(g + lane, alpha);
+    }
+  }
+}
+
+/** Full softmax of a group block of n keys in place (two-phase path); all-hidden rows give zeros. */
+function softmaxFull(blk: usize, n: i32): void {
+  if (ASC_FEATURE_SIMD) {
+    let mx = f32x4.splat(NEG_INF);
+    for (let j = 0; j < n; j++) mx = f32x4.pmax(mx, v128.load(blk + (<usize>j << 4)));
+    const mS = v128.andnot(mx, f32x4.eq(mx, f32x4.splat(NEG_INF)));
+    let s = f32x4.splat(0);
+    for (let j = 0; j < n; j++) {
+      const a = blk + (<usize>j << 4);
+      const e = expV(f32x4.sub(v128.load(a), mS));
+      v128.store(a, e);
+      s = f32x4.add(s, e);
+    }
+    // 1 / Σ, and 0 where Σ = 0 (a row that sees nothing); a NaN sum keeps its NaN
+    const inv = v128.andnot(f32x4.div(f32x4.splat(1), s), f32x4.eq(s, f32x4.splat(0)));
+    for (let j = 0; j < n; j++) {
+      const a = blk + (<usize>j << 4);
+      v128.store(a, f32x4.mul(v128.load(a), inv));
+    }
+  } else {
+    for (let lane = 0; lane < 4; lane++) {
+      const sr = blk + (<usize>lane << 2);
+      let mx: f32 = NEG_INF;
+      for (let j = 0; j < n; j++) {
+        const x = load<f32>(sr + (<usize>j << 4));
+        if (mx < x) mx = x;
+      }
+      const mS: f32 = mx == NEG_INF ? 0 : mx;
+      let s: f32 = 0;
+      for (let j = 0; j < n; j++) {
+        const a = sr + (<usize>j << 4);
+        const e = expScalar(load<f32>(a) - mS);
+        store<f32>(a, e);
+        s += e;
+      }
+      const inv: f32 = s == 0 ? 0 : <f32>1.0 / s;
+      for (let j = 0; j < n; j++) {
+        const a = sr + (<usize>j << 4);
+        store<f32>(a, load<f32>(a) * inv);
+      }
+    }
+  }
+}
+
 /** p_j ← (p_j == −∞ ? 0 : p_j): hidden keys contribute nothing without a softmax. */
 function unhideRow(p: usize, n: i32): void {
   for (let j = 0; j < n; j++) {
@@ -532,7 +639,7 @@ function unhideRow(p: usize, n: i32): void {
 // ---- P·V: acc[r] += Σ_jj P[r][jj] · v_(j0+jj) ------------------------------------------
 
 function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
-  const Dv = gDv, Dvp = gDvp, sb = <usize>gSB << 2;
+  const Dv = gDv, Dvp = gDvp, gS = <usize>gSB << 4;
   const es = sizeof<VT>();
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
@@ -543,7 +650,7 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
     const jn = min(nb - jb, SUB);
     const vBase = vRow + <usize>jb * vStride;
     for (let rg = 0; rg < nR4; rg += 4) {
-      const p0 = sS + <usize>rg * sb + sOff + (<usize>jb << 2), p1 = p0 + sb, p2 = p1 + sb, p3 = p2 + sb;
+      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>jb << 4), pEnd = pBase + (<usize>jn << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       for (; d < D8; d += 8) {
@@ -553,15 +660,16 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         let x2 = v128.load(c2 + o), y2 = v128.load(c2 + o, 16);
         let x3 = v128.load(c3 + o), y3 = v128.load(c3 + o, 16);
         let vp = vBase + <usize>d * es;
-        for (let jj = 0; jj < jn; jj++) {
-          const va = ld4<VT>(vp), vb = ld4<VT>(vp + 4 * es);
-          const jo = <usize>jj << 2;
-          const w0 = v128.load32_splat(p0 + jo), w1 = v128.load32_splat(p1 + jo);
-          const w2 = v128.load32_splat(p2 + jo), w3 = v128.load32_splat(p3 + jo);
-          x0 = f32x4.add(x0, f32x4.mul(w0, va)); y0 = f32x4.add(y0, f32x4.mul(w0, vb));
-          x1 = f32x4.add(x1, f32x4.mul(w1, va)); y1 = f32x4.add(y1, f32x4.mul(w1, vb));
-          x2 = f32x4.add(x2, f32x4.mul(w2, va)); y2 = f32x4.add(y2, f32x4.mul(w2, vb));
-          x3 = f32x4.add(x3, f32x4.mul(w3, va)); y3 = f32x4.add(y3, f32x4.mul(w3, vb));
+        for (let pp = pBase; pp < pEnd; pp += 16) {
+          const va = ld4<VT>(vp), vb = ld4Next<VT>(vp);
+          let w = v128.load32_splat(pp);
+          x0 = madd(w, va, x0); y0 = madd(w, vb, y0);
+          w = v128.load32_splat(pp, 4);
+          x1 = madd(w, va, x1); y1 = madd(w, vb, y1);
+          w = v128.load32_splat(pp, 8);
+          x2 = madd(w, va, x2); y2 = madd(w, vb, y2);
+          w = v128.load32_splat(pp, 12);
+          x3 = madd(w, va, x3); y3 = madd(w, vb, y3);
           vp += vStride;
         }
         v128.store(c0 + o, x0); v128.store(c0 + o, y0, 16);
@@ -576,13 +684,12 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         const o = <usize>d << 2;
         let x0 = v128.load(c0 + o), x1 = v128.load(c1 + o), x2 = v128.load(c2 + o), x3 = v128.load(c3 + o);
         let vp = vBase + <usize>d * es;
-        for (let jj = 0; jj < jn; jj++) {
+        for (let pp = pBase; pp < pEnd; pp += 16) {
           const va = v128.and(ld4<VT>(vp), tm);
-          const jo = <usize>jj << 2;
-          x0 = f32x4.add(x0, f32x4.mul(v128.load32_splat(p0 + jo), va));
-          x1 = f32x4.add(x1, f32x4.mul(v128.load32_splat(p1 + jo), va));
-          x2 = f32x4.add(x2, f32x4.mul(v128.load32_splat(p2 + jo), va));
-          x3 = f32x4.add(x3, f32x4.mul(v128.load32_splat(p3 + jo), va));
+          x0 = madd(v128.load32_splat(pp), va, x0);
+          x1 = madd(v128.load32_splat(pp, 4), va, x1);
+          x2 = madd(v128.load32_splat(pp, 8), va, x2);
+          x3 = madd(v128.load32_splat(pp, 12), va, x3);
           vp += vStride;
         }
         v128.store(c0 + o, x0); v128.store(c1 + o, x1); v128.store(c2 + o, x2); v128.store(c3 + o, x3);
@@ -591,10 +698,10 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
     }
   } else {
     for (let r = 0; r < nR4; r++) {
-      const pr = sS + <usize>r * sb + sOff;
+      const pr = sAddr(r) + sOff;
       const cr = sAcc + <usize>r * aRow;
       for (let jj = 0; jj < nb; jj++) {
-        const w = load<f32>(pr + (<usize>jj << 2));
+        const w = load<f32>(pr + (<usize>jj << 4));
         if (w == 0) continue;
         const vr = vRow + <usize>jj * vStride;
         for (let d = 0; d < Dv; d++) {
@@ -652,7 +759,7 @@ function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
  */
 function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows: i32, tileEnd: i32): void {
   const nR4 = roundUp(nRows, 4);
-  const sbBytes = <usize>gSB << 2;
+  const gS = <usize>gSB << 4;
   memory.fill(sAcc, 0, <usize>nR4 * <usize>gDvp * 4);
   for (let r = 0; r < nR4; r++) {
     store<f32>(sM + (<usize>r << 2), NEG_INF);
@@ -663,24 +770,11 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
       scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, vRow + <usize>(j0 + 2 * KB) * vStride, vStride, min(KB, tileEnd - j0 - 2 * KB));
-      for (let r = 0; r < nR4; r++) {
-        const sRow = sS + <usize>r * sbBytes;
-        postRow(r, sRow, j0, nb, nbPad);
-        if (gNorm == 1) {
-          unhideRow(sRow, nbPad);
-          continue;
-        }
-        const mOld = load<f32>(sM + (<usize>r << 2));
-        const mNew = max(mOld, rowMax(sRow, nbPad));
-        if (mNew == NEG_INF) {
-          memory.fill(sRow, 0, <usize>nbPad << 2);
-          continue;
-        }
-        const sum = expRow(sRow, nbPad, mNew);
-        const alpha = mOld == NEG_INF ? <f32>0 : expScalar(mOld - mNew);
-        store<f32>(sL + (<usize>r << 2), load<f32>(sL + (<usize>r << 2)) * alpha + sum);
-        store<f32>(sM + (<usize>r << 2), mNew);
-        if (alpha != 1) scaleRow(sAcc + <usize>r * <usize>gDvp * 4, gDvp, alpha);
+      for (let g = 0; g < nR4; g += 4) {
+        const blk = sS + <usize>(g >> 2) * gS;
+        postGroup(g, blk, j0, nb, nbPad);
+        if (gNorm == 1) unhideRow(blk, nbPad << 2);
+        else softmaxStep(g, blk, nbPad);
       }
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
     }
@@ -689,34 +783,28 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
-      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 2);
-      for (let r = 0; r < nR4; r++) postRow(r, sS + <usize>r * sbBytes + (<usize>j0 << 2), j0, nb, nbPad);
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4);
+      for (let g = 0; g < nR4; g += 4) postGroup(g, sS + <usize>(g >> 2) * gS + (<usize>j0 << 4), j0, nb, nbPad);
     }
     const endPad = roundUp(tileEnd, 4);
-    for (let r = 0; r < nR4; r++) {
-      const sRow = sS + <usize>r * sbBytes;
-      if (gNorm == 1) {
-        unhideRow(sRow, endPad);
-      } else {
-        const m = rowMax(sRow, endPad);
-        if (m == NEG_INF) {
-          memory.fill(sRow, 0, <usize>endPad << 2);
-        } else {
-          const sum = expRow(sRow, endPad, m);
-          scaleRow(sRow, endPad, <f32>1.0 / sum);
+    for (let g = 0; g < nR4; g += 4) {
+      const blk = sS + <usize>(g >> 2) * gS;
+      if (gNorm == 1) unhideRow(blk, endPad << 2);
+      else softmaxFull(blk, endPad);
+      if (gQk != 0 && gQkMode == 3) {
+        const es = esize(gOutT);
+        for (let r = g; r < min(g + 4, nRows); r++) {
+          const qkRow = load<usize>(sQkRow + (<usize>r << 2));
+          const sr = blk + (<usize>(r & 3) << 2);
+          for (let j = 0; j < tileEnd; j++) stAny(qkRow + <usize>j * es, gOutT, load<f32>(sr + (<usize>j << 4)));
         }
       }
-      if (gQk != 0 && gQkMode == 3 && r < nRows) {
-        const qkRow = load<usize>(sQkRow + (<usize>r << 2));
-        const es = esize(gOutT);
-        for (let j = 0; j < tileEnd; j++) stAny(qkRow + <usize>j * es, gOutT, load<f32>(sRow + (<usize>j << 2)));
-      }
-      if (gQuant != 0) quantizeRow(sRow, endPad);
+      if (gQuant != 0) quantizeRow(blk, endPad << 2);
     }
     // phase 2: P·V
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
-      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 2);
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4);
     }
   }
   // write the rows out
@@ -831,7 +919,7 @@ export function attention(params: usize): void {
           if (gQk != 0) store<usize>(sQkRow + (<usize>r << 2), gQk + (<usize>b * <usize>qkBS + <usize>h * <usize>qkHS + <usize>i * <usize>gQkCols) * oes);
         }
         for (let r = nRows; r < roundUp(nRows, 4); r++) {
-          memory.fill(sQ + <usize>r * <usize>gDp * 4, 0, <usize>gDp * 4);
+          for (let d = 0; d < gDp; d++) store<f32>(qAddr(r, d), 0);
           store<i32>(sEnd + (<usize>r << 2), 0);
           store<usize>(sMaskRow + (<usize>r << 2), 0);
           store<usize>(sQkRow + (<usize>r << 2), 0);
