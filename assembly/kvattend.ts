@@ -97,49 +97,37 @@ export function attendQ8ScratchBytes(G: i32, D: i32): usize {
   return i8x16.shuffle(a, b, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
 }
 
-/** nb cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. m0f: splat(0x0f). */
-function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, fp8: bool, m0f: v128): void {
+/** nb fp8 cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. m0f: splat(0x0f). */
+function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, m0f: v128): void {
   const rs = <usize>Dp << 1;
   for (let j = 0; j < nb; j++) {
     const s = src + <usize>j * <usize>D, d0 = dst + <usize>j * rs;
-    if (fp8) {
-      for (let d = 0; d < Dp; d += 16) {
-        const b = v128.load(s + d);
-        const hn = v128.and(i16x8.shr_u(b, 4), m0f);
-        const xa = lookX(b, m0f), ylo = lookYlo(hn), yhi = lookYhi(hn);
-        v128.store(d0 + (<usize>d << 1), e4m3Lo(xa, ylo, yhi));
-        v128.store(d0 + (<usize>d << 1), e4m3Hi(xa, ylo, yhi), 16);
-      }
-    } else {
-      for (let d = 0; d < Dp; d += 8) v128.store(d0 + (<usize>d << 1), v128.load8x8_s(s + d));
+    for (let d = 0; d < Dp; d += 16) {
+      const b = v128.load(s + d);
+      const hn = v128.and(i16x8.shr_u(b, 4), m0f);
+      const xa = lookX(b, m0f), ylo = lookYlo(hn), yhi = lookYhi(hn);
+      v128.store(d0 + (<usize>d << 1), e4m3Lo(xa, ylo, yhi));
+      v128.store(d0 + (<usize>d << 1), e4m3Hi(xa, ylo, yhi), 16);
     }
   }
 }
 
-/** nb cache rows → pairs (2t, 2t+1) of int16 rows interleaved element by element; an odd last row pairs with zeros. */
-function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, fp8: bool, zero: usize, m0f: v128): void {
+/** nb fp8 cache rows → pairs (2t, 2t+1) of int16 rows interleaved element by element; an odd last row pairs with zeros. */
+function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize, m0f: v128): void {
   const ps = <usize>Dp << 2;
   for (let j = 0; j < nb; j += 2) {
     const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
     const d0 = dst + <usize>(j >> 1) * ps;
-    if (fp8) {
-      for (let d = 0; d < Dp; d += 16) {
-        const o = d0 + (<usize>d << 2);
-        const ba = v128.load(r0 + d), bb = v128.load(r1 + d);
-        const ha = v128.and(i16x8.shr_u(ba, 4), m0f), hb = v128.and(i16x8.shr_u(bb, 4), m0f);
-        const xa = lookX(ba, m0f), la = lookYlo(ha), ua = lookYhi(ha);
-        const xb = lookX(bb, m0f), lb = lookYlo(hb), ub = lookYhi(hb);
-        const a0 = e4m3Lo(xa, la, ua), b0 = e4m3Lo(xb, lb, ub);
-        v128.store(o, zipLo(a0, b0)); v128.store(o, zipHi(a0, b0), 16);
-        const a1 = e4m3Hi(xa, la, ua), b1 = e4m3Hi(xb, lb, ub);
-        v128.store(o, zipLo(a1, b1), 32); v128.store(o, zipHi(a1, b1), 48);
-      }
-    } else {
-      for (let d = 0; d < Dp; d += 8) {
-        const o = d0 + (<usize>d << 2);
-        const a = v128.load8x8_s(r0 + d), b = v128.load8x8_s(r1 + d);
-        v128.store(o, zipLo(a, b)); v128.store(o, zipHi(a, b), 16);
-      }
+    for (let d = 0; d < Dp; d += 16) {
+      const o = d0 + (<usize>d << 2);
+      const ba = v128.load(r0 + d), bb = v128.load(r1 + d);
+      const ha = v128.and(i16x8.shr_u(ba, 4), m0f), hb = v128.and(i16x8.shr_u(bb, 4), m0f);
+      const xa = lookX(ba, m0f), la = lookYlo(ha), ua = lookYhi(ha);
+      const xb = lookX(bb, m0f), lb = lookYlo(hb), ub = lookYhi(hb);
+      const a0 = e4m3Lo(xa, la, ua), b0 = e4m3Lo(xb, lb, ub);
+      v128.store(o, zipLo(a0, b0)); v128.store(o, zipHi(a0, b0), 16);
+      const a1 = e4m3Hi(xa, la, ua), b1 = e4m3Hi(xb, lb, ub);
+      v128.store(o, zipLo(a1, b1), 32); v128.store(o, zipHi(a1, b1), 48);
     }
   }
 }
@@ -150,16 +138,25 @@ function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, fp8: bool, zer
   return f32x4.convert_i32x4_s(a);
 }
 
-/** Four heads (Q rows at qi, stride Dp) × nb keys (int16 rows at kc): sc[j] = lanes of the 4 heads' scores. */
-function scores4(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
-  const rs = <usize>Dp << 1;
-  const q1 = qi + rs, q2 = q1 + rs, q3 = q2 + rs;
+// K and V are read either as int16 rows widened into scratch (E = i16: fp8, and int8 when
+// the rows are gathered) or straight from an int8 cache (E = i8: v128.load8x8_s widens 8
+// codes in the load). rs = row stride in bytes; rows may be read up to 15 bytes past D.
+// @ts-ignore: decorator
+@inline function ldK<E>(p: usize, e: usize): v128 {
+  return sizeof<E>() == 1 ? v128.load8x8_s(p + e) : v128.load(p + (e << 1));
+}
+
+/** Four heads (Q rows at qi, stride Dp) × nb keys (rows at kc, stride rs bytes): sc[j] = lanes of the 4 heads' scores. */
+function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
+  const qr = <usize>Dp << 1, dp = <usize>Dp;
+  const q1 = qi + qr, q2 = q1 + qr, q3 = q2 + qr;
   for (let j = 0; j < nb; j += 2) {
     const k0 = kc + <usize>j * rs, k1 = j + 1 < nb ? k0 + rs : k0;
     let a00 = i32x4.splat(0), a10 = i32x4.splat(0), a20 = i32x4.splat(0), a30 = i32x4.splat(0);
     let a01 = i32x4.splat(0), a11 = i32x4.splat(0), a21 = i32x4.splat(0), a31 = i32x4.splat(0);
-    for (let o: usize = 0; o < rs; o += 16) {
-      const x0 = v128.load(k0 + o), x1 = v128.load(k1 + o);
+    for (let e: usize = 0; e < dp; e += 8) {
+      const x0 = ldK<E>(k0, e), x1 = ldK<E>(k1, e);
+      const o = e << 1;
       const y0 = v128.load(qi + o), y1 = v128.load(q1 + o), y2 = v128.load(q2 + o), y3 = v128.load(q3 + o);
       a00 = i32x4.add(a00, i32x4.dot_i16x8_s(y0, x0)); a01 = i32x4.add(a01, i32x4.dot_i16x8_s(y0, x1));
       a10 = i32x4.add(a10, i32x4.dot_i16x8_s(y1, x0)); a11 = i32x4.add(a11, i32x4.dot_i16x8_s(y1, x1));
@@ -174,21 +171,21 @@ function scores4(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks
 }
 
 /** One head (Q row at qi) × nb keys: sc[j] = the score in every lane. */
-function scores1(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
-  const rs = <usize>Dp << 1;
+function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
+  const dp = <usize>Dp;
   for (let j = 0; j < nb; j += 4) {
     const k0 = kc + <usize>j * rs;
     const k1 = j + 1 < nb ? k0 + rs : k0, k2 = j + 2 < nb ? k1 + rs : k0, k3 = j + 3 < nb ? k2 + rs : k0;
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
-    for (let o: usize = 0; o < rs; o += 16) {
-      const y = v128.load(qi + o);
-      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, v128.load(k0 + o)));
-      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, v128.load(k1 + o)));
-      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, v128.load(k2 + o)));
-      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, v128.load(k3 + o)));
+    for (let e: usize = 0; e < dp; e += 8) {
+      const y = v128.load(qi + (e << 1));
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, ldK<E>(k0, e)));
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, ldK<E>(k1, e)));
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, ldK<E>(k2, e)));
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, ldK<E>(k3, e)));
     }
     // lanes → float before the horizontal sum (the int32 total of a row could overflow)
-    const s = f32x4.mul(f32x4.mul(hsum4(f32x4.convert_i32x4_s(a0), f32x4.convert_i32x4_s(a1), f32x4.convert_i32x4_s(a2), f32x4.convert_i32x4_s(a3)), qs),
+    const s = f32x4.mul(f32x4.mul(hsum4(cvt(a0), cvt(a1), cvt(a2), cvt(a3)), qs),
       v128.load(ks + (<usize>j << 2))); // reads up to 3 scales past the block: arena padding
     // each key's score into all four lanes of its row (via the row itself: lane t of s → row j + t)
     v128.store(sc + (<usize>j << 4), s);
@@ -199,21 +196,39 @@ function scores1(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks
 // ---- P·V ----------------------------------------------------------------------------------
 
 /**
+ * The pair t of V rows, elements d..d+7, interleaved: lo = (v_2t[d], v_2t+1[d], …, [d+3]),
+ * hi = elements d+4..d+7. E = i16: the widened pairs at vp (Dp·4 bytes per pair); E = i8:
+ * the int8 rows r0 = vp and r1 (the zero row for an odd last key).
+ */
+// @ts-ignore: decorator
+@inline function pairLo<E>(vp: usize, r1: usize, d: usize): v128 {
+  return sizeof<E>() == 1 ? zipLo(v128.load8x8_s(vp + d), v128.load8x8_s(r1 + d)) : v128.load(vp + (d << 2));
+}
+// @ts-ignore: decorator
+@inline function pairHi<E>(vp: usize, r1: usize, d: usize): v128 {
+  return sizeof<E>() == 1 ? zipHi(v128.load8x8_s(vp + d), v128.load8x8_s(r1 + d)) : v128.load(vp + (d << 2), 16);
+}
+
+/**
  * acc[h][d] += ws_h · Σ_t dot(V pair t, W pair t of head h) for the group's nh (4 or 1)
  * heads; accumulators at acc (rows of Dp f32), pair weights at wp (16 bytes per pair: one
- * i32 = two int16 per lane/head), ws the 4 lanes' grid steps.
+ * i32 = two int16 per lane/head), ws the 4 lanes' grid steps. vc: widened pairs (E = i16,
+ * pair stride Dp·4) or the block's first int8 row (E = i8, rows D bytes apart, nb rows;
+ * zero: a row of zeros standing in for the missing partner of an odd last row).
  */
-@inline function pvGroup(acc: usize, vc: usize, np: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
-  const ps = <usize>Dp << 2, ar = <usize>Dp << 2;
+function pvGroup<E>(acc: usize, vc: usize, nb: i32, D: i32, zero: usize, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
+  const np = (nb + 1) >> 1, nFull = nb >> 1;
+  const ps: usize = sizeof<E>() == 1 ? <usize>D << 1 : <usize>Dp << 2, ar = <usize>Dp << 2, dd = <usize>D;
   if (nh == 4) {
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0)), ws1 = f32x4.splat(f32x4.extract_lane(ws, 1));
     const ws2 = f32x4.splat(f32x4.extract_lane(ws, 2)), ws3 = f32x4.splat(f32x4.extract_lane(ws, 3));
-    for (let d = 0; d < D8; d += 8) {
+    for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0), x1 = i32x4.splat(0), y1 = i32x4.splat(0);
       let x2 = i32x4.splat(0), y2 = i32x4.splat(0), x3 = i32x4.splat(0), y3 = i32x4.splat(0);
-      let vp = vc + (<usize>d << 2), w = wp;
+      let vp = vc, w = wp;
       for (let t = 0; t < np; t++) {
-        const lo = v128.load(vp), hi = v128.load(vp, 16);
+        const r1 = t < nFull ? vp + dd : zero;
+        const lo = pairLo<E>(vp, r1, d), hi = pairHi<E>(vp, r1, d);
         const w0 = v128.load32_splat(w), w1 = v128.load32_splat(w, 4), w2 = v128.load32_splat(w, 8), w3 = v128.load32_splat(w, 12);
         x0 = i32x4.add(x0, i32x4.dot_i16x8_s(lo, w0)); y0 = i32x4.add(y0, i32x4.dot_i16x8_s(hi, w0));
         x1 = i32x4.add(x1, i32x4.dot_i16x8_s(lo, w1)); y1 = i32x4.add(y1, i32x4.dot_i16x8_s(hi, w1));
@@ -221,30 +236,31 @@ function scores1(qi: usize, kc: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks
         x3 = i32x4.add(x3, i32x4.dot_i16x8_s(lo, w3)); y3 = i32x4.add(y3, i32x4.dot_i16x8_s(hi, w3));
         vp += ps; w += 16;
       }
-      const o = acc + (<usize>d << 2);
-      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(f32x4.convert_i32x4_s(x0), ws0)));
-      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(f32x4.convert_i32x4_s(y0), ws0)), 16);
-      v128.store(o + ar, f32x4.add(v128.load(o + ar), f32x4.mul(f32x4.convert_i32x4_s(x1), ws1)));
-      v128.store(o + ar, f32x4.add(v128.load(o + ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y1), ws1)), 16);
-      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar), f32x4.mul(f32x4.convert_i32x4_s(x2), ws2)));
-      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y2), ws2)), 16);
-      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar), f32x4.mul(f32x4.convert_i32x4_s(x3), ws3)));
-      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar, 16), f32x4.mul(f32x4.convert_i32x4_s(y3), ws3)), 16);
+      const o = acc + (d << 2);
+      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(cvt(x0), ws0)));
+      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(cvt(y0), ws0)), 16);
+      v128.store(o + ar, f32x4.add(v128.load(o + ar), f32x4.mul(cvt(x1), ws1)));
+      v128.store(o + ar, f32x4.add(v128.load(o + ar, 16), f32x4.mul(cvt(y1), ws1)), 16);
+      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar), f32x4.mul(cvt(x2), ws2)));
+      v128.store(o + 2 * ar, f32x4.add(v128.load(o + 2 * ar, 16), f32x4.mul(cvt(y2), ws2)), 16);
+      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar), f32x4.mul(cvt(x3), ws3)));
+      v128.store(o + 3 * ar, f32x4.add(v128.load(o + 3 * ar, 16), f32x4.mul(cvt(y3), ws3)), 16);
     }
   } else {
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0));
-    for (let d = 0; d < D8; d += 8) {
+    for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0);
-      let vp = vc + (<usize>d << 2), w = wp;
+      let vp = vc, w = wp;
       for (let t = 0; t < np; t++) {
+        const r1 = t < nFull ? vp + dd : zero;
         const w0 = v128.load32_splat(w);
-        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp), w0));
-        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp, 16), w0));
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(pairLo<E>(vp, r1, d), w0));
+        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(pairHi<E>(vp, r1, d), w0));
         vp += ps; w += 16;
       }
-      const o = acc + (<usize>d << 2);
-      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(f32x4.convert_i32x4_s(x0), ws0)));
-      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(f32x4.convert_i32x4_s(y0), ws0)), 16);
+      const o = acc + (d << 2);
+      v128.store(o, f32x4.add(v128.load(o), f32x4.mul(cvt(x0), ws0)));
+      v128.store(o, f32x4.add(v128.load(o, 16), f32x4.mul(cvt(y0), ws0)), 16);
     }
   }
 }
@@ -334,12 +350,19 @@ export function attendQ8(
         const nb = min(KB, (i < first ? first : count) - i);
         const np = (nb + 1) >> 1;
         const ks = ksh + (<usize>slot << 2), vs = vsh + (<usize>slot << 2);
-        widenK(sK, kh + <usize>slot * dd, nb, D, Dp, fp8, m0f);
+        const kRow = kh + <usize>slot * dd, vRow = vh + <usize>slot * dd;
+        if (fp8) widenK(sK, kRow, nb, D, Dp, m0f);
         for (let gi = 0; gi < NG; gi++) {
           const nh = gi < G4 ? 4 : 1;
           const qs = v128.load(sQs + (<usize>gi << 4));
-          if (nh == 4) scores4(sQ + (<usize>gi * 4 * <usize>Dp << 1), sK, nb, Dp, sSc, qs, ks);
-          else scores1(sQ + (<usize>gi * 4 * <usize>Dp << 1), sK, nb, Dp, sSc, i32x4.shuffle(qs, qs, 0, 0, 0, 0), ks);
+          const qg = sQ + (<usize>gi * 4 * <usize>Dp << 1);
+          if (fp8) {
+            if (nh == 4) scores4<i16>(qg, sK, <usize>Dp << 1, nb, Dp, sSc, qs, ks);
+            else scores1<i16>(qg, sK, <usize>Dp << 1, nb, Dp, sSc, i32x4.shuffle(qs, qs, 0, 0, 0, 0), ks);
+          } else {
+            if (nh == 4) scores4<i8>(qg, kRow, dd, nb, Dp, sSc, qs, ks);
+            else scores1<i8>(qg, kRow, dd, nb, Dp, sSc, i32x4.shuffle(qs, qs, 0, 0, 0, 0), ks);
+          }
           // online softmax over the block, all lanes at once
           let mx = v128.load(sSc);
           for (let j = 1; j < nb; j++) mx = f32x4.pmax(mx, v128.load(sSc + (<usize>j << 4))); // a NaN first score stays (pmax(a, b) = a < b ? b : a)
@@ -357,8 +380,11 @@ export function attendQ8(
           const alpha = expV(f32x4.sub(mOld, mNew)); // mOld = −∞ gives 0
           v128.store(sL + (<usize>gi << 4), f32x4.add(f32x4.mul(v128.load(sL + (<usize>gi << 4)), alpha), sum));
           v128.store(sM + (<usize>gi << 4), mNew);
-          v128.store(sAlpha, alpha);
-          rescale(sAcc + (<usize>gi * 4 * <usize>Dp << 2), sAlpha, nh, Dp);
+          // once the running max has settled (most blocks), alpha is 1 in every lane
+          if (!i32x4.all_true(f32x4.eq(alpha, f32x4.splat(1)))) {
+            v128.store(sAlpha, alpha);
+            rescale(sAcc + (<usize>gi * 4 * <usize>Dp << 2), sAlpha, nh, Dp);
+          }
           // weights on the grid, packed as (W_2t, W_2t+1) int16 pairs per lane
           const pos = f32x4.gt(wmax, f32x4.splat(0));
           const inv = v128.and(f32x4.div(f32x4.splat(WQ), wmax), pos);
@@ -372,12 +398,12 @@ export function attendQ8(
             v128.store(wp + (<usize>t << 4), i8x16.shuffle(i16x8.narrow_i32x4_s(a, b), b, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15));
           }
         }
-        widenV(sV, vh + <usize>slot * dd, nb, D, Dp, fp8, sZero, m0f);
+        if (fp8) widenV(sV, vRow, nb, D, Dp, sZero, m0f);
         for (let gi = 0; gi < NG; gi++) {
           const acc = sAcc + (<usize>gi * 4 * <usize>Dp << 2);
           const ws = v128.load(sWs + (<usize>gi << 4)), wp = sW + <usize>gi * (KB / 2) * 16;
-          if (gi < G4) pvGroup(acc, sV, np, wp, ws, Dp, D8, 4);
-          else pvGroup(acc, sV, np, wp, ws, Dp, D8, 1);
+          if (fp8) pvGroup<i16>(acc, sV, nb, D, sZero, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
+          else pvGroup<i8>(acc, vRow, nb, D, sZero, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
         }
         i += nb;
       }
