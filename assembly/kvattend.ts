@@ -120,14 +120,16 @@ function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize, m
     const d0 = dst + <usize>(j >> 1) * ps;
     for (let d = 0; d < Dp; d += 16) {
       const o = d0 + (<usize>d << 2);
+      // interleave the two rows' bytes first: the conversion keeps lane order, so its
+      // outputs are already the (v_2t[d], v_2t+1[d]) pairs
       const ba = v128.load(r0 + d), bb = v128.load(r1 + d);
-      const ha = v128.and(i16x8.shr_u(ba, 4), m0f), hb = v128.and(i16x8.shr_u(bb, 4), m0f);
-      const xa = lookX(ba, m0f), la = lookYlo(ha), ua = lookYhi(ha);
-      const xb = lookX(bb, m0f), lb = lookYlo(hb), ub = lookYhi(hb);
-      const a0 = e4m3Lo(xa, la, ua), b0 = e4m3Lo(xb, lb, ub);
-      v128.store(o, zipLo(a0, b0)); v128.store(o, zipHi(a0, b0), 16);
-      const a1 = e4m3Hi(xa, la, ua), b1 = e4m3Hi(xb, lb, ub);
-      v128.store(o, zipLo(a1, b1), 32); v128.store(o, zipHi(a1, b1), 48);
+      const za = i8x16.shuffle(ba, bb, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+      const zb = i8x16.shuffle(ba, bb, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+      const ha = v128.and(i16x8.shr_u(za, 4), m0f), hb = v128.and(i16x8.shr_u(zb, 4), m0f);
+      const xa = lookX(za, m0f), la = lookYlo(ha), ua = lookYhi(ha);
+      v128.store(o, e4m3Lo(xa, la, ua)); v128.store(o, e4m3Hi(xa, la, ua), 16);
+      const xb = lookX(zb, m0f), lb = lookYlo(hb), ub = lookYhi(hb);
+      v128.store(o, e4m3Lo(xb, lb, ub), 32); v128.store(o, e4m3Hi(xb, lb, ub), 48);
     }
   }
 }
