@@ -4,8 +4,9 @@
 // Why integers. A decode step reads every cached K and V element once and multiplies it
 // with each of the G query heads of its group. In float32 that is a multiply and an add
 // per 4 products; i32x4.dot_i16x8_s does 8 products (and their pairwise sums) in one
-// instruction. So the cache rows are widened to int16 once per step (shared by the G
-// heads) and the query rows and the softmax weights are put on a 16-bit grid:
+// instruction. So the cache rows are widened to int16 — int8 rows in the load itself
+// (v128.load8x8_s), fp8 rows once per block into scratch, shared by the G heads — and the
+// query rows and the softmax weights are put on a 16-bit grid:
 //
 //   scores:  s_gj = scale · q_g · k_j = kScale_j · qs_g · Σ_d Q_gd K_jd
 //            K_jd = the int8 code (int8 cache) or round(32 · e4m3(byte)) (fp8 cache);
@@ -32,6 +33,12 @@
 // (e = 0: value m · 2^−9, i.e. 32 · value ≤ 7/16) go through the same formula with
 // T = 8 + m and give (8 + m)/32 < 1/2, which rounds to 0 as the exact value does.
 // X's high byte T·4 comes from i8x16.swizzle of ln, Y's two bytes from two swizzles of hn.
+//
+// Blocks. Keys go in blocks of KB = 32 (a block of widened fp8 K and V rows stays in L1);
+// per block and group of 4 heads: scores → online-softmax update (running max m and sum
+// l per lane, the accumulators rescaled only when m moved) → weights on the grid, packed
+// as int16 pairs (W_2t, W_2t+1) per head → P·V as dot_i16x8_s of interleaved V pairs
+// (v_2t[d], v_2t+1[d]) with the splatted pair. Heads beyond a multiple of 4 run one by one.
 //
 // Layout and preconditions as attendI8 in llm.ts: one sequence, K/V rows [Hkv, N, D]
 // bytes with scales (Hkv, N) f32; q / out float32 addressed by head and row strides;
