@@ -189,7 +189,7 @@ let sEnd: usize = 0; // R_MAX i32 visible-key end per row
 let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
 let sOutRow: usize = 0; // R_MAX ptr: output row
 let sQkRow: usize = 0; // R_MAX ptr: qk output row
-let sMax: usize = 0; // R_MAX f32: full-row max (two-phase)
+let sGLim: usize = 0; // R_MAX / 4 i32: per row group, keys of the current block its rows may see
 let sKb: usize = 0; // KB rows of K, gathered contiguous
 let sVb: usize = 0; // KB rows of V, gathered contiguous
 let gSink: u32 = 0; // sink of the touch-ahead loads (keeps them)
@@ -364,8 +364,9 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
     for (let rg = 0; rg < nR4; rg += 4) {
       const qBase = sQ + <usize>(rg >> 2) * gQ, qEnd = qBase + (<usize>D4 << 4);
       const s0 = sS + <usize>(rg >> 2) * gS + sOff;
+      const ge = min(je, load<i32>(sGLim + <usize>rg)); // keys past every row's end: not needed
       let j = jb;
-      for (; j + 1 < je; j += 2) {
+      for (; j + 1 < ge; j += 2) {
         const k0 = kRow + <usize>j * kStride;
         let kp0 = k0, kp1 = k0 + kStride;
         let a00 = f32x4.splat(0), a10 = f32x4.splat(0), a20 = f32x4.splat(0), a30 = f32x4.splat(0);
@@ -399,16 +400,18 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
           // K rows 2·KB keys ahead (tRow, tN: rows the tile will read), so the hardware
           // prefetcher streams them in while this block computes (decode step ~16% faster)
           const t0 = tRow + <usize>j * tStride, t1 = t0 + tStride;
-          for (let o: usize = 0; o < tBytes; o += 64) gSink ^= load<u32>(t0 + o) ^ load<u32>(t1 + o);
+          let sink: u32 = 0;
+          for (let o: usize = 0; o < tBytes; o += 64) sink ^= load<u32>(t0 + o) ^ load<u32>(t1 + o);
           const u0 = k0 + <usize>(2 * KB) * kStride, u1 = u0 + kStride, kBytes = <usize>D * es;
-          for (let o: usize = 0; o < kBytes; o += 64) gSink ^= load<u32>(u0 + o) ^ load<u32>(u1 + o);
+          for (let o: usize = 0; o < kBytes; o += 64) sink ^= load<u32>(u0 + o) ^ load<u32>(u1 + o);
+          gSink ^= sink;
         }
         // one v128 per key: the group's four scores
         const c = s0 + (<usize>j << 4);
         v128.store(c, hsum4(a00, a10, a20, a30));
         v128.store(c, hsum4(a01, a11, a21, a31), 16);
       }
-      if (j < je) {
+      if (j < ge) {
         let kp = kRow + <usize>j * kStride;
         let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
         let qp = qBase;
@@ -650,7 +653,9 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
     const jn = min(nb - jb, SUB);
     const vBase = vRow + <usize>jb * vStride;
     for (let rg = 0; rg < nR4; rg += 4) {
-      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>jb << 4), pEnd = pBase + (<usize>jn << 4);
+      const gn = min(jn, load<i32>(sGLim + <usize>rg) - jb);
+      if (gn <= 0) continue;
+      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>jb << 4), pEnd = pBase + (<usize>gn << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       for (; d < D8; d += 8) {
@@ -700,7 +705,8 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
     for (let r = 0; r < nR4; r++) {
       const pr = sAddr(r) + sOff;
       const cr = sAcc + <usize>r * aRow;
-      for (let jj = 0; jj < nb; jj++) {
+      const n = min(nb, load<i32>(sGLim + <usize>(r & ~3)));
+      for (let jj = 0; jj < n; jj++) {
         const w = load<f32>(pr + (<usize>jj << 4));
         if (w == 0) continue;
         const vr = vRow + <usize>jj * vStride;
@@ -753,6 +759,11 @@ function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 
 // ---- one tile ----------------------------------------------------------------------------
 
+/** Every row group takes all nb keys of the block (the two-phase path). */
+function fillGLim(nR4: i32, nb: i32): void {
+  for (let g = 0; g < nR4; g += 4) store<i32>(sGLim + <usize>g, nb);
+}
+
 /**
  * Runs the tile whose nRows rows are set up in scratch (Q rows, ends, mask/out/qk row
  * pointers) against K/V rows kRow/vRow (key 0 of this sequence and kv head).
@@ -768,13 +779,21 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
   if (!gTwoPhase) {
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
-      const nbPad = roundUp(nb, 4);
+      // per row group, the keys of this block any of its rows sees: a causal tile's later
+      // keys are hidden from its first rows, and those groups skip them (scores, exp, P·V)
+      for (let g = 0; g < nR4; g += 4) {
+        let e = 0;
+        for (let r = g; r < g + 4; r++) e = max(e, load<i32>(sEnd + (<usize>r << 2)));
+        store<i32>(sGLim + <usize>g, min(nb, max(0, e - j0)));
+      }
       scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, vRow + <usize>(j0 + 2 * KB) * vStride, vStride, min(KB, tileEnd - j0 - 2 * KB));
       for (let g = 0; g < nR4; g += 4) {
         const blk = sS + <usize>(g >> 2) * gS;
-        postGroup(g, blk, j0, nb, nbPad);
-        if (gNorm == 1) unhideRow(blk, nbPad << 2);
-        else softmaxStep(g, blk, nbPad);
+        const n = load<i32>(sGLim + <usize>g);
+        if (n == 0) continue;
+        postGroup(g, blk, j0, nb, n);
+        if (gNorm == 1) unhideRow(blk, n << 2);
+        else softmaxStep(g, blk, n);
       }
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
     }
@@ -783,6 +802,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
+      fillGLim(nR4, nb);
       scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4);
       for (let g = 0; g < nR4; g += 4) postGroup(g, sS + <usize>(g >> 2) * gS + (<usize>j0 << 4), j0, nb, nbPad);
     }
@@ -804,6 +824,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     // phase 2: P·V
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
+      fillGLim(nR4, nb);
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4);
     }
   }
@@ -884,7 +905,7 @@ export function attention(params: usize): void {
   sMaskRow = sp; sp += R_MAX * 4;
   sOutRow = sp; sp += R_MAX * 4;
   sQkRow = sp; sp += R_MAX * 4;
-  sMax = sp; sp += R_MAX * 4;
+  sGLim = sp; sp += R_MAX * 4;
   sKb = sp; sp += <usize>KB * <usize>gDp * 4 + 16;
   sVb = sp; sp += <usize>KB * <usize>gDvp * 4 + 16;
 
