@@ -4,6 +4,12 @@
 // running ONNX Attention (opset 23) on the same shapes, plus memcpy of the same traffic.
 // `bytes` for decode = the K and V bytes the step must read; `flops` = 2 flops per
 // multiply-add of QK^T and PV over the visible keys.
+// The relaxed-SIMD build (fused multiply-adds in the hot loops) is compared with the default
+// simd build on the decode and prefill cases, interleaved in one process: in this one when
+// the engine accepts relaxed SIMD, else in a child `node --experimental-wasm-relaxed-simd`
+// (Node 20); its rows carry suite 'Attention (relaxed build)', impl 'edgekernels' = simd.
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 
 function rng(seed) {
   let a = seed >>> 0;
@@ -21,6 +27,51 @@ function randomF32(n, seed) {
   const a = new Float32Array(n);
   for (let i = 0; i < n; i++) a[i] = r() * 2 - 1;
   return a;
+}
+
+/** Decode (GQA 32q/8kv D=128 L=4096) and causal prefill (1,8,512,64) on an instance: [{ name, fn, bytes?, flops }]. */
+function relaxedCases(ek) {
+  const Hq = 32, Hkv = 8, D = 128, L = 4096;
+  const T = [];
+  const t = (dtype, shape, data) => { const x = ek.tensor(dtype, shape, data); T.push(x); return x; };
+  const Q = t('float32', [1, Hq, 1, D], randomF32(Hq * D, 1)), K = t('float32', [1, Hkv, L, D], randomF32(Hkv * L * D, 2));
+  const V = t('float32', [1, Hkv, L, D], randomF32(Hkv * L * D, 3)), Y = t('float32', [1, Hq, 1, D]);
+  const H = 8, S = 512, Dp = 64, n = H * S * Dp;
+  const Qp = t('float32', [1, H, S, Dp], randomF32(n, 11)), Kp = t('float32', [1, H, S, Dp], randomF32(n, 12));
+  const Vp = t('float32', [1, H, S, Dp], randomF32(n, 13)), Yp = t('float32', [1, H, S, Dp]);
+  return {
+    cases: [
+      { name: `decode GQA ${Hq}q/${Hkv}kv D=${D} L=${L} f32`, fn: () => ek.run('Attention', [Q, K, V], {}, { outputs: [Y] }), bytes: 2 * Hkv * L * D * 4, flops: 2 * 2 * Hq * L * D },
+      { name: `causal prefill (1,${H},${S},${Dp}) f32`, fn: () => ek.run('Attention', [Qp, Kp, Vp], { is_causal: 1 }, { outputs: [Yp] }), flops: 2 * 2 * H * ((S * (S + 1)) / 2) * Dp },
+    ],
+    dispose: () => T.forEach((x) => x.dispose()),
+  };
+}
+
+/** simd vs relaxed build, interleaved rounds in this process: one { case, impl, stats, bytes, flops } per build and case. */
+async function relaxedRows(init, fast) {
+  const builds = [['edgekernels', await init({ build: 'simd' })], ['edgekernels relaxed', await init({ build: 'relaxed' })]];
+  const sets = builds.map(([, ek]) => relaxedCases(ek));
+  const rows = [];
+  for (let c = 0; c < sets[0].cases.length; c++) {
+    const ms = sets.map((set, i) => ({ impl: builds[i][0], ...set.cases[c], samples: [] }));
+    for (const m of ms) { const t0 = performance.now(); while (performance.now() - t0 < (fast ? 200 : 500)) m.fn(); }
+    for (let r = 0; r < (fast ? 4 : 8); r++) {
+      for (const m of ms) for (let k = 0; k < 3; k++) { const t0 = performance.now(); m.fn(); m.samples.push(performance.now() - t0); }
+    }
+    for (const m of ms) {
+      const xs = m.samples.sort((a, b) => a - b), q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+      rows.push({ case: m.name, impl: m.impl, stats: { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length }, bytes: m.bytes, flops: m.flops });
+    }
+  }
+  sets.forEach((s) => s.dispose());
+  builds.forEach(([, ek]) => ek.dispose());
+  return rows;
+}
+
+if (process.argv.includes('--relaxed-child')) {
+  const { init } = await import('../dist/index.js');
+  for (const row of await relaxedRows(init, process.env.BENCH_FAST === '1')) console.log(JSON.stringify(row));
 }
 
 export default async function (h) {
@@ -174,5 +225,19 @@ export default async function (h) {
       { impl: 'edgekernels one by one (sum)', fn: oneByOne, flops },
     ]);
     for (const t of [Q, K, V, Y, QL, KL, ...singles.flat()]) t.dispose();
+  }
+
+  // ---- relaxed-SIMD build against the default simd build ----
+  {
+    const pkg = await import('../dist/index.js');
+    let rows = [];
+    if (pkg.engineSupports('relaxed')) {
+      rows = await relaxedRows(pkg.init, fast);
+    } else {
+      const r = spawnSync(process.execPath, ['--experimental-wasm-relaxed-simd', fileURLToPath(import.meta.url), '--relaxed-child'], { encoding: 'utf8', timeout: 180_000, env: process.env });
+      if (r.status !== 0) console.error(`# relaxed child failed: ${(r.stderr || r.error?.message || '').split('\n')[0]}`);
+      rows = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
+    }
+    for (const x of rows) h.emit({ suite: 'Attention (relaxed build)', case: x.case, impl: x.impl, stats: x.stats, bytes: x.bytes, flops: x.flops });
   }
 }
