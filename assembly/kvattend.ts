@@ -104,9 +104,9 @@ export function attendQ8ScratchBytes(G: i32, D: i32): usize {
   return i8x16.shuffle(a, b, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
 }
 
-/** nb fp8 cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. m0f: splat(0x0f). */
-function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, m0f: v128): void {
-  const rs = <usize>Dp << 1;
+/** nb fp8 cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. c0f: 16 bytes of 0x0f (read into a register once). */
+export function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, c0f: usize): void {
+  const rs = <usize>Dp << 1, m0f = v128.load(c0f);
   for (let j = 0; j < nb; j++) {
     const s = src + <usize>j * <usize>D, d0 = dst + <usize>j * rs;
     for (let d = 0; d < Dp; d += 16) {
@@ -120,8 +120,8 @@ function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, m0f: v128): vo
 }
 
 /** nb fp8 cache rows → pairs (2t, 2t+1) of int16 rows interleaved element by element; an odd last row pairs with zeros. */
-function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize, m0f: v128): void {
-  const ps = <usize>Dp << 2;
+export function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize, c0f: usize): void {
+  const ps = <usize>Dp << 2, m0f = v128.load(c0f);
   for (let j = 0; j < nb; j += 2) {
     const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
     const d0 = dst + <usize>(j >> 1) * ps;
@@ -317,8 +317,8 @@ export function attendQ8(
   const sZero = sp;
   memory.fill(sZero, 0, <usize>Dp);
   // splat(0x0f) through memory, so the engine keeps it in a register instead of rebuilding it per use
-  store<u64>(sZero + <usize>Dp, 0x0f0f0f0f0f0f0f0f); store<u64>(sZero + <usize>Dp, 0x0f0f0f0f0f0f0f0f, 8);
-  const m0f = v128.load(sZero + <usize>Dp);
+  const c0f = sZero + <usize>Dp;
+  store<u64>(c0f, 0x0f0f0f0f0f0f0f0f); store<u64>(c0f, 0x0f0f0f0f0f0f0f0f, 8);
   let lo = 0;
   if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
   for (let hk = 0; hk < Hkv; hk++) {
@@ -360,7 +360,7 @@ export function attendQ8(
         const np = (nb + 1) >> 1;
         const ks = ksh + (<usize>slot << 2), vs = vsh + (<usize>slot << 2);
         const kRow = kh + <usize>slot * dd, vRow = vh + <usize>slot * dd;
-        if (fp8) widenK(sK, kRow, nb, D, Dp, m0f);
+        if (fp8) widenK(sK, kRow, nb, D, Dp, c0f);
         for (let gi = 0; gi < NG; gi++) {
           const nh = gi < G4 ? 4 : 1;
           const qs = v128.load(sQs + (<usize>gi << 4));
@@ -407,7 +407,7 @@ export function attendQ8(
             v128.store(wp + (<usize>t << 4), i8x16.shuffle(i16x8.narrow_i32x4_s(a, b), b, 0, 1, 8, 9, 2, 3, 10, 11, 4, 5, 12, 13, 6, 7, 14, 15));
           }
         }
-        if (fp8) widenV(sV, vRow, nb, D, Dp, sZero, m0f);
+        if (fp8) widenV(sV, vRow, nb, D, Dp, sZero, c0f);
         for (let gi = 0; gi < NG; gi++) {
           const acc = sAcc + (<usize>gi * 4 * <usize>Dp << 2);
           const ws = v128.load(sWs + (<usize>gi << 4)), wp = sW + <usize>gi * (KB / 2) * 16;
