@@ -74,24 +74,35 @@ export function attendQ8ScratchBytes(G: i32, D: i32): usize {
 // ---- fp8 → int16 -------------------------------------------------------------------------
 
 // The three lookups of 16 codes: X's high bytes, Y's low and high bytes (m0f = splat(0x0f),
-// held in a register by the caller).
+// held in a register by the caller). The indices are always < 16 and no product is
+// −32768·−32768, so the relaxed build may use relaxed_swizzle / relaxed_q15mulr (one x86
+// instruction each, where the strict forms add a range fix-up and a saturation fix-up);
+// both give the same results here.
+@inline function swz(t: v128, i: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i8x16.relaxed_swizzle(t, i);
+  return i8x16.swizzle(t, i);
+}
+@inline function q15(a: v128, b: v128): v128 {
+  if (ASC_FEATURE_RELAXED_SIMD) return i16x8.relaxed_q15mulr_s(a, b);
+  return i16x8.q15mulr_sat_s(a, b);
+}
 @inline function lookX(b: v128, m0f: v128): v128 {
-  return i8x16.swizzle(i8x16(32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80, 88, 96, 104, 112, 120), v128.and(b, m0f));
+  return swz(i8x16(32, 36, 40, 44, 48, 52, 56, 60, 64, 72, 80, 88, 96, 104, 112, 120), v128.and(b, m0f));
 }
 @inline function lookYlo(hn: v128): v128 {
-  return i8x16.swizzle(i8x16(1, 4, 16, 64, 0, 0, 0, 0, -1, -4, -16, -64, 0, 0, 0, 0), hn);
+  return swz(i8x16(1, 4, 16, 64, 0, 0, 0, 0, -1, -4, -16, -64, 0, 0, 0, 0), hn);
 }
 @inline function lookYhi(hn: v128): v128 {
-  return i8x16.swizzle(i8x16(0, 0, 0, 0, 1, 4, 16, 64, -1, -1, -1, -1, -1, -4, -16, -64), hn);
+  return swz(i8x16(0, 0, 0, 0, 1, 4, 16, 64, -1, -1, -1, -1, -1, -4, -16, -64), hn);
 }
 /** round(32 · value) of codes 0..7 (low) or 8..15 (high) of the 16 looked up. */
 @inline function e4m3Lo(xa: v128, ylo: v128, yhi: v128): v128 {
-  return i16x8.q15mulr_sat_s(
+  return q15(
     i8x16.shuffle(i8x16.splat(0), xa, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23),
     i8x16.shuffle(ylo, yhi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
 }
 @inline function e4m3Hi(xa: v128, ylo: v128, yhi: v128): v128 {
-  return i16x8.q15mulr_sat_s(
+  return q15(
     i8x16.shuffle(i8x16.splat(0), xa, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31),
     i8x16.shuffle(ylo, yhi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31));
 }
