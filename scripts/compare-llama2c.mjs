@@ -119,7 +119,11 @@ function firstDifference(cOut, ours, here, prompt) {
   }
   const lines = [`first differing byte ${d}: llama2.c ${show(cOut.subarray(d, d + 24))}… vs here ${show(ours.subarray(d, d + 24))}…`];
   if (k >= res.tokens.length) {
-    lines.push(`  here the text ends after ${res.tokens.length - 1} tokens (${res.steps} positions); llama2.c printed more${cOut.length < ours.length ? ' / less' : ''}`);
+    // this side stopped first: at BOS (a sampled token 1 ends generation) or at the step count
+    const last = tops[res.steps - 1];
+    const stoppedAtBos = res.steps < tops.length + 1 && last && last[0].token === 1;
+    lines.push(`  here generation ended after ${res.tokens.length - 1} tokens (${res.steps} positions${stoppedAtBos ? ', BOS sampled' : ''}); llama2.c printed more`);
+    if (last) lines.push(`  top ${o.top} here at position ${res.steps - 1}: ${last.slice(0, o.top).map((c) => `${c.token} ${show(tokenizer.vocab[c.token])} ${c.logit}`).join(' | ')}`);
     return lines;
   }
   const pos = k - 1, prev = res.tokens[k - 1], mine = res.tokens[k];
@@ -130,19 +134,33 @@ function firstDifference(cOut, ours, here, prompt) {
   }
   const top = tops[pos];
   const rest = cOut.subarray(at);
+  // llama2.c stopped here (only its final newline is left): it sampled BOS
+  const cStopped = rest.length === 1 && rest[0] === 0x0a;
   const cands = top.filter((c) => c.token !== mine).map((c) => ({ ...c, piece: pkg.Tokenizer.printable(tokenizer.decode(prev, c.token)) }))
-    .filter((c) => c.piece.length > 0 && c.piece.every((b, i) => rest[i] === b));
+    .filter((c) => (cStopped ? c.token === 1 : c.piece.length > 0 && c.piece.every((b, i) => rest[i] === b)));
   const mineLogit = top.find((c) => c.token === mine)?.logit ?? model.logits[mine];
   lines.push(`  sampled token at position ${pos} (token ${k} of the sequence, after ${res.promptTokens.length} prompt tokens incl. BOS): here id ${mine} ${show(tokenizer.vocab[mine])} logit ${mineLogit}`);
   if (cands.length > 0) {
     const c = cands[0];
     const gap = mineLogit - c.logit;
-    lines.push(`  llama2.c chose id ${c.token} ${show(tokenizer.vocab[c.token])} (its piece continues llama2.c's text${cands.length > 1 ? `; ${cands.length} candidates match, the likeliest shown` : ''}), logit here ${c.logit}`);
-    lines.push(`  margin here ${gap.toExponential(3)} = ${(gap / ulp(mineLogit)).toFixed(1)} ulp of the top logit → ${gap / ulp(mineLogit) < 1e4 ? 'NEAR-TIE (float32 rounding order / libm)' : 'LARGE: a real disagreement'}`);
+    lines.push(`  llama2.c chose id ${c.token} ${show(tokenizer.vocab[c.token])} (${cStopped ? 'its text ends here: BOS' : "its piece continues llama2.c's text"}${cands.length > 1 ? `; ${cands.length} candidates match, the likeliest shown` : ''}), logit here ${c.logit}`);
+    // float32 cache: this package's logits agree with llama2.c's to ~1e-6 relative (summation order,
+    // exp/sin/cos/pow roundings); the low-precision caches move them by up to ~1e-2 relative
+    const rel = gap / Math.max(1, Math.abs(mineLogit)), tol = o.cache === 'float32' ? 1e-4 : 1e-2;
+    lines.push(`  margin here ${gap.toExponential(3)} (${(gap / ulp(mineLogit)).toFixed(0)} ulp, ${rel.toExponential(2)} relative) → ${rel < tol ? (o.cache === 'float32' ? 'NEAR-TIE: float32 rounding (summation order, expf/sinf/cosf/powf)' : `NEAR-TIE within the ${o.cache} cache's rounding`) : 'LARGE: a real disagreement'}`);
   } else {
     lines.push(`  llama2.c's choice is not among this package's top ${K} tokens → a real disagreement (or a token whose piece prints nothing)`);
   }
   lines.push(`  top ${o.top} here: ${top.slice(0, o.top).map((c) => `${c.token} ${show(tokenizer.vocab[c.token])} ${c.logit}`).join(' | ')}`);
+  // stdout shows text only: tokens that print nothing, or other tokens printing the same bytes,
+  // can hide an earlier divergence — list the closest calls before this position
+  const silent = res.tokens.slice(res.promptTokens.length, k).filter((id, i) => pkg.Tokenizer.printable(tokenizer.decode(res.tokens[res.promptTokens.length + i - 1], id)).length === 0).length;
+  const calls = [];
+  for (let p = res.promptTokens.length - 1; p < pos; p++) calls.push({ p, gap: tops[p][0].logit - tops[p][1].logit });
+  calls.sort((a, b) => a.gap - b.gap);
+  if (calls.length > 0) {
+    lines.push(`  caution: llama2.c prints text only, so the token sequences may part earlier${silent ? ` (${silent} earlier sampled tokens print nothing)` : ''}; closest calls here before position ${pos}: ${calls.slice(0, 3).map((c) => `position ${c.p} gap ${c.gap.toExponential(2)}`).join(', ')}`);
+  }
   return lines;
 }
 
