@@ -310,13 +310,15 @@ function quantizeRow(p: usize, n: i32): void {
 // the score block are stored group-interleaved so that the microkernels address them with
 // one pointer and constant offsets, and the softmax runs on 4 rows at once (one v128 per key):
 //   Q tile  [group][Dp/4][lane][4]   q(r, d) at float (r>>2)·4·Dp + (d>>2)·16 + (r&3)·4 + (d&3)
+//           (the scalar build: row-major, q(r, d) at float r·Dp + d)
 //   scores  [group][SB][lane]        s(r, j) at float ((r>>2)·SB + j)·4 + (r&3)
 // The accumulators stay row-major (R_MAX × Dvp), the running max / sum per row contiguous
 // (a group's four at one v128).
 
-/** Byte address of q(r, d) in the Q tile. */
+/** Byte address of q(r, d) in the Q tile (the scalar build keeps it row-major: r·Dp + d). */
 @inline function qAddr(r: i32, d: i32): usize {
-  return sQ + ((<usize>(r >> 2) * <usize>gDp * 4 + (<usize>(d >> 2) << 4) + (<usize>(r & 3) << 2) + <usize>(d & 3)) << 2);
+  if (ASC_FEATURE_SIMD) return sQ + ((<usize>(r >> 2) * <usize>gDp * 4 + (<usize>(d >> 2) << 4) + (<usize>(r & 3) << 2) + <usize>(d & 3)) << 2);
+  else return sQ + ((<usize>r * <usize>gDp + <usize>d) << 2);
 }
 
 /** Byte address of key 0 of row r's group in the score buffer, lane r & 3. */
@@ -437,10 +439,11 @@ function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: u
   } else {
     for (let r = 0; r < nR4; r++) {
       const sr = sAddr(r) + sOff;
+      const qr = qAddr(r, 0);
       for (let j = 0; j < nb; j++) {
         const kr = kRow + <usize>j * kStride;
         let acc: f32 = 0;
-        for (let d = 0; d < D; d++) acc += load<f32>(qAddr(r, d)) * ld1<KT>(kr + <usize>d * es);
+        for (let d = 0; d < D; d++) acc += load<f32>(qr + (<usize>d << 2)) * ld1<KT>(kr + <usize>d * es);
         store<f32>(sr + (<usize>j << 4), acc);
       }
     }
