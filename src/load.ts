@@ -26,10 +26,11 @@ export const BUILD_FILES: Readonly<Record<BuildName, string>> = {
 
 /**
  * Whether init() picks the relaxed build on its own where the engine accepts it.
- * Decided by bench/runtime.bench.mjs (suite 'builds'): relaxed is only worth a separate
- * module when it measurably beats simd. As long as no kernel has an
- * `ASC_FEATURE_RELAXED_SIMD` branch the two builds run the same instructions, the benchmark
- * shows no gain, and relaxed is used only when asked for with init({ build: 'relaxed' }).
+ * Decided by the benchmarks: relaxed is only worth picking when it measurably beats simd.
+ * The attention kernels (relaxed_madd) and the int8 / fp8 decode kernel (relaxed_swizzle,
+ * relaxed_q15mulr) have relaxed branches: GQA decode, prefill and fp8 caches gain 10–22%,
+ * but the small MHA decode step of bench/runtime.bench.mjs (suite 'builds') measured 7%
+ * slower, so relaxed is used only when asked for with init({ build: 'relaxed' }).
  */
 export const RELAXED_PREFERRED = false;
 
