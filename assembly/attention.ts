@@ -347,7 +347,7 @@ function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
 @inline function ld4Next<T>(p: usize): v128 {
   if (sizeof<T>() == 4) return v128.load(p, 16);
   else if (isSigned<T>()) return i32x4.shl(v128.load16x4_u(p, 8), 16);
-  else return f16BitsToF32V(v128.load16x4_u(p, 8));
+  else return f16BitsToF32V(v128.load16x4_s(p, 8));
 }
 
 function scoresBlock<KT>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRow: usize, tStride: usize, tBytes: usize, tN: i32): void {

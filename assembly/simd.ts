@@ -136,23 +136,23 @@
 // 2^112 to move the exponent bias from 15 to 127. The multiply is exact and also handles
 // subnormal halves (they become float32 subnormals, which the multiply normalizes).
 // Inf/NaN halves (exponent 31) are rebuilt with exponent 255 and the same mantissa.
-// Finally the sign bit is or-ed back in.
 
-/** 4 float16 bit patterns (zero-extended to i32 lanes) → 4 float32. */
+/** 4 float16 bit patterns (sign-extended to i32 lanes) → 4 float32. */
 // @ts-ignore: decorator
 @inline export function f16BitsToF32V(h: v128): v128 {
-  const em = i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13);
-  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
-  const normal = f32x4.mul(em, f32x4.splat(reinterpret<f32>(0x77800000))); // 2^112
-  const isSpecial = i32x4.eq(v128.and(h, i32x4.splat(0x7c00)), i32x4.splat(0x7c00));
-  const special = v128.or(em, i32x4.splat(0x7f800000));
-  return v128.or(v128.bitselect(special, normal, isSpecial), sign);
+  // h: the patterns sign-extended to 32 bits (v128.load16x4_s). Shifted left by 13 the
+  // exponent and mantissa land in the float32 fields and the sign in bit 31; the and clears
+  // the three copies of the sign shifted into bits 28–30. The multiply by 2^112 rebiases
+  // (exact, subnormal halves included, sign kept); exponent 31 (Inf / NaN) comes out as
+  // 2^16 · 1.m, so |v| ≥ 65536 marks it and or-ing 0x7f800000 makes it Inf / the same NaN.
+  const x = v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
+  const v = f32x4.mul(x, f32x4.splat(reinterpret<f32>(0x77800000))); // 2^112
+  return v128.or(v, v128.and(f32x4.ge(f32x4.abs(v), f32x4.splat(65536.0)), i32x4.splat(0x7f800000)));
 }
-
-/** Loads 4 float16 values at p (8 bytes) as float32 lanes. */
+/** 4 float16 at p → 4 float32 (exact). */
 // @ts-ignore: decorator
 @inline export function loadF16x4(p: usize): v128 {
-  return f16BitsToF32V(v128.load16x4_u(p));
+  return f16BitsToF32V(v128.load16x4_s(p));
 }
 
 /** Loads 4 bfloat16 values at p (8 bytes) as float32 lanes: the bits move up by 16. */

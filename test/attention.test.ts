@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { conformanceCases, expectConformant, init, rng, type Kernels, type Tensor } from './helpers';
+import { conformanceCases, expectConformant, f16ToF32, init, rng, type Kernels, type Tensor } from './helpers';
 import { type Plain, type RefOut, decode, refOnnx, refTrt } from './ref/attention';
 
 let ek: Kernels;
@@ -308,4 +308,33 @@ describe('ONNX Attention matches the float64 reference', () => {
     expectClose(onlyQk[3]!, want3[3], 'qk only');
     onlyQk[3]!.dispose();
   });
+});
+
+describe('float16 K/V are widened exactly', () => {
+  // One key (score 0, weight exactly 1) makes the output the value row itself: all 65,536
+  // float16 patterns as one V row (both widening loads of the P·V loop) must come back as
+  // their exact float32 values — subnormals, ±Inf and NaN included (a −0 may come back +0:
+  // the accumulator starts at +0).
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`every pattern (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const D = 65536;
+      const Q = e.tensor('float32', [1, 1, 1, D]), K = e.tensor('float16', [1, 1, 1, D]);
+      const V = e.tensor('float16', [1, 1, 1, D], Array.from({ length: D }, (_, i) => i));
+      const Y = e.tensor('float32', [1, 1, 1, D]);
+      try {
+        e.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] });
+        const y = Y.data as Float32Array;
+        let bad = 0, first = '';
+        for (let i = 0; i < D; i++) {
+          const want = f16ToF32(i), got = y[i];
+          if (Object.is(got, want) || (Number.isNaN(got) && Number.isNaN(want)) || (got === 0 && want === 0)) continue;
+          if (bad++ === 0) first = `0x${i.toString(16)}: ${got} vs ${want}`;
+        }
+        expect(bad, first).toBe(0);
+      } finally {
+        for (const t of [Q, K, V, Y]) t.dispose();
+      }
+    });
+  }
 });
