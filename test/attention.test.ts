@@ -170,6 +170,24 @@ describe('TRT_Attention matches the float64 reference', () => {
     const pre = trtArb.map((c) => ({ ...c, G: 1 as const, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' as const }));
     fc.assert(fc.property(pre, (c) => check(ek, c)), { seed: 34, numRuns: 15 });
   });
+  it('decode over long contiguous K/V (the kernel that spreads its touch-ahead over the dot products)', () => {
+    // one query row, G heads per KV head, more than 2 key blocks (128 keys) so the rows
+    // touched ahead exist; every K/V dtype, head sizes off the 4-grid, a shorter valid length
+    const dec = fc.record({
+      G: fc.constantFrom(1, 2, 4), D: fc.constantFrom(5, 16, 67), L: fc.integer({ min: 129, max: 420 }),
+      cut: fc.integer({ min: 0, max: 40 }), dt: fc.constantFrom('float32', 'float16', 'bfloat16'), seed: fc.integer(),
+    });
+    fc.assert(fc.property(dec, ({ G, D, L, cut, dt, seed }) => {
+      const r = rng(seed), Hkv = 2, Hq = Hkv * G;
+      const q = { dtype: 'float32', shape: [1, Hq, 1, D], data: randomData('float32', Hq * D, r) };
+      const k = { dtype: dt, shape: [1, Hkv, L, D], data: randomData(dt, Hkv * L * D, r) };
+      const v = { dtype: dt, shape: [1, Hkv, L, D], data: randomData(dt, Hkv * L * D, r) };
+      const kl = { dtype: 'int32', shape: [1], data: [L - cut] };
+      const [y] = ek.run('TRT_Attention', [q, k, v, null, null, kl]) as Tensor[];
+      expectClose(y, refTrt([q, k, v, null, null, kl], {}, false), 'Y');
+      y.dispose();
+    }), { seed: 35, numRuns: 30 });
+  });
   it('fills a caller-provided output tensor in place (decode loop without allocation)', () => {
     const r = rng(5);
     const Q = ek.tensor('float32', [1, 8, 1, 16], randomData('float32', 128, r));
