@@ -959,7 +959,9 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
       fillGLim(nR4, nb);
-      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4);
+      // the same touch-ahead as the one-pass path: K rows 2 blocks ahead for this phase,
+      // V rows 2 blocks ahead so phase 2 finds them in the last-level cache
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4, vRow + <usize>(j0 + 2 * KB) * vStride, vStride, min(KB, tileEnd - j0 - 2 * KB));
       for (let g = 0; g < nR4; g += 4) postGroup(g, sS + <usize>(g >> 2) * gS + (<usize>j0 << 4), j0, nb, nbPad);
     }
     const endPad = roundUp(tileEnd, 4);
