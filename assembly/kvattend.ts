@@ -45,7 +45,7 @@
 // `scratch` holds attendQ8ScratchBytes(G, D) bytes (16-byte aligned). Cache rows may be
 // read up to 15 bytes past their end (arena padding).
 
-import { MAGIC, expV, hsum4 } from './simd';
+import { MAGIC, expNegV, hsum4 } from './simd';
 
 // @ts-ignore: decorator
 @inline const KB = 32; // keys per block
@@ -391,13 +391,13 @@ export function attendQ8(
           let sum = f32x4.splat(0), wmax = f32x4.splat(0);
           for (let j = 0; j < nb; j++) {
             const a = sSc + (<usize>j << 4);
-            const p = expV(f32x4.sub(v128.load(a), mNew));
+            const p = expNegV(f32x4.sub(v128.load(a), mNew)); // arguments ≤ 0
             sum = f32x4.add(sum, p);
             const w = f32x4.mul(p, v128.load32_splat(vs + (<usize>j << 2)));
             v128.store(a, w);
             wmax = f32x4.pmax(wmax, w);
           }
-          const alpha = expV(f32x4.sub(mOld, mNew)); // mOld = −∞ gives 0
+          const alpha = expNegV(f32x4.sub(mOld, mNew)); // ≤ 0; mOld = −∞ gives 0
           v128.store(sL + (<usize>gi << 4), f32x4.add(f32x4.mul(v128.load(sL + (<usize>gi << 4)), alpha), sum));
           v128.store(sM + (<usize>gi << 4), mNew);
           // once the running max has settled (most blocks), alpha is 1 in every lane
