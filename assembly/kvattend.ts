@@ -166,18 +166,18 @@ export function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: u
   return sizeof<E>() == 1 ? v128.load8x8_s(p + e) : v128.load(p + (e << 1));
 }
 
-/** Four heads (Q rows at qi, stride Dp) × nb keys (rows at kc, stride rs bytes): sc[j] = lanes of the 4 heads' scores. */
+/** Four heads (Q rows group-interleaved at qi) × nb keys (rows at kc, stride rs bytes): sc[j] = lanes of the 4 heads' scores. */
 function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
-  const qr = <usize>Dp << 1, dp = <usize>Dp;
-  const q1 = qi + qr, q2 = q1 + qr, q3 = q2 + qr;
+  const dp = <usize>Dp;
   for (let j = 0; j < nb; j += 2) {
     const k0 = kc + <usize>j * rs, k1 = j + 1 < nb ? k0 + rs : k0;
     let a00 = i32x4.splat(0), a10 = i32x4.splat(0), a20 = i32x4.splat(0), a30 = i32x4.splat(0);
     let a01 = i32x4.splat(0), a11 = i32x4.splat(0), a21 = i32x4.splat(0), a31 = i32x4.splat(0);
+    let qp = qi;
     for (let e: usize = 0; e < dp; e += 8) {
       const x0 = ldK<E>(k0, e), x1 = ldK<E>(k1, e);
-      const o = e << 1;
-      const y0 = v128.load(qi + o), y1 = v128.load(q1 + o), y2 = v128.load(q2 + o), y3 = v128.load(q3 + o);
+      const y0 = v128.load(qp), y1 = v128.load(qp, 16), y2 = v128.load(qp, 32), y3 = v128.load(qp, 48);
+      qp += 64;
       a00 = i32x4.add(a00, i32x4.dot_i16x8_s(y0, x0)); a01 = i32x4.add(a01, i32x4.dot_i16x8_s(y0, x1));
       a10 = i32x4.add(a10, i32x4.dot_i16x8_s(y1, x0)); a11 = i32x4.add(a11, i32x4.dot_i16x8_s(y1, x1));
       a20 = i32x4.add(a20, i32x4.dot_i16x8_s(y2, x0)); a21 = i32x4.add(a21, i32x4.dot_i16x8_s(y2, x1));
@@ -190,15 +190,17 @@ function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
   }
 }
 
-/** One head (Q row at qi) × nb keys: sc[j] = the score in every lane. */
+/** One head (Q row at qi, in the group-interleaved layout: 16 bytes every 64) × nb keys: sc[j] = the score in every lane. */
 function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
   const dp = <usize>Dp;
   for (let j = 0; j < nb; j += 4) {
     const k0 = kc + <usize>j * rs;
     const k1 = j + 1 < nb ? k0 + rs : k0, k2 = j + 2 < nb ? k1 + rs : k0, k3 = j + 3 < nb ? k2 + rs : k0;
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+    let qp = qi;
     for (let e: usize = 0; e < dp; e += 8) {
-      const y = v128.load(qi + (e << 1));
+      const y = v128.load(qp);
+      qp += 64;
       a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, ldK<E>(k0, e)));
       a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, ldK<E>(k1, e)));
       a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, ldK<E>(k2, e)));
@@ -355,8 +357,10 @@ export function attendQ8(
           for (let d = 0; d < D; d++) amax = max(amax, abs(load<f32>(qr + (<usize>d << 2)) * scale));
           const qs = amax / QM;
           const inv: f32 = amax > 0 ? QM / amax : 0;
-          const dst = sQ + (<usize>(gi * 4 + t) * <usize>Dp << 1);
-          for (let d = 0; d < D; d++) store<i16>(dst + (<usize>d << 1), <i16><i32>nearest(load<f32>(qr + (<usize>d << 2)) * scale * inv));
+          // group-interleaved: elements 8c..8c+7 of the group's 4 rows lie together (64 bytes),
+          // row t at offset 16·t, so the dot-product loops step one pointer by 64
+          const dst = sQ + (<usize>(gi * 4) * <usize>Dp << 1) + (<usize>t << 4);
+          for (let d = 0; d < D; d++) store<i16>(dst + ((<usize>d >> 3) << 6) + ((<usize>d & 7) << 1), <i16><i32>nearest(load<f32>(qr + (<usize>d << 2)) * scale * inv));
           store<f32>(sQs + (<usize>(gi * 4 + t) << 2), qs * gridK);
         }
         v128.store(sM + (<usize>gi << 4), f32x4.splat(-Infinity));
