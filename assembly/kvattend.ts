@@ -4,9 +4,9 @@
 // Why integers. A decode step reads every cached K and V element once and multiplies it
 // with each of the G query heads of its group. In float32 that is a multiply and an add
 // per 4 products; i32x4.dot_i16x8_s does 8 products (and their pairwise sums) in one
-// instruction. So the cache rows are widened to int16 — int8 rows in the load itself
-// (v128.load8x8_s), fp8 rows once per block into scratch, shared by the G heads — and the
-// query rows and the softmax weights are put on a 16-bit grid:
+// instruction. So the cache rows are widened to int16 — int8 K rows in the load itself
+// (v128.load8x8_s), int8 V rows and fp8 rows once per block into scratch, shared by the G
+// heads — and the query rows and the softmax weights are put on a 16-bit grid:
 //
 //   scores:  s_gj = scale · q_g · k_j = kScale_j · qs_g · Σ_d Q_gd K_jd
 //            K_jd = the int8 code (int8 cache) or round(32 · e4m3(byte)) (fp8 cache);
@@ -152,6 +152,20 @@ export function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: u
   }
 }
 
+/** nb int8 cache rows → interleaved int16 pairs, as widenV (an odd last row pairs with zeros). */
+function widenV8(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize): void {
+  const ps = <usize>Dp << 2;
+  for (let j = 0; j < nb; j += 2) {
+    const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
+    const d0 = dst + <usize>(j >> 1) * ps;
+    for (let d = 0; d < Dp; d += 8) {
+      const a = v128.load8x8_s(r0 + d), b = v128.load8x8_s(r1 + d);
+      const o = d0 + (<usize>d << 2);
+      v128.store(o, zipLo(a, b)); v128.store(o, zipHi(a, b), 16);
+    }
+  }
+}
+
 // ---- scores -------------------------------------------------------------------------------
 
 @inline function cvt(a: v128): v128 {
@@ -218,29 +232,16 @@ function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
 // ---- P·V ----------------------------------------------------------------------------------
 
 /**
- * The pair t of V rows, elements d..d+7, interleaved: lo = (v_2t[d], v_2t+1[d], …, [d+3]),
- * hi = elements d+4..d+7. E = i16: the widened pairs at vp (Dp·4 bytes per pair); E = i8:
- * the int8 rows r0 = vp and r1 (the zero row for an odd last key).
- */
-// @ts-ignore: decorator
-@inline function pairLo<E>(vp: usize, r1: usize, d: usize): v128 {
-  return sizeof<E>() == 1 ? zipLo(v128.load8x8_s(vp + d), v128.load8x8_s(r1 + d)) : v128.load(vp + (d << 2));
-}
-// @ts-ignore: decorator
-@inline function pairHi<E>(vp: usize, r1: usize, d: usize): v128 {
-  return sizeof<E>() == 1 ? zipHi(v128.load8x8_s(vp + d), v128.load8x8_s(r1 + d)) : v128.load(vp + (d << 2), 16);
-}
-
-/**
  * acc[h][d] += ws_h · Σ_t dot(V pair t, W pair t of head h) for the group's nh (4 or 1)
  * heads; accumulators at acc (rows of Dp f32), pair weights at wp (16 bytes per pair: one
- * i32 = two int16 per lane/head), ws the 4 lanes' grid steps. vc: widened pairs (E = i16,
- * pair stride Dp·4) or the block's first int8 row (E = i8, rows D bytes apart, nb rows;
- * zero: a row of zeros standing in for the missing partner of an odd last row).
+ * i32 = two int16 per lane/head), ws the 4 lanes' grid steps; vc: the block's V rows widened
+ * into interleaved pairs (v_2t[d], v_2t+1[d]) by widenV / widenV8, Dp·4 bytes per pair.
+ * (Reading int8 rows in place here, zipping the pairs in registers, measured 4–5% slower:
+ * the extra live vectors make V8 spill an accumulator every step.)
  */
-function pvGroup<E>(acc: usize, vc: usize, nb: i32, D: i32, zero: usize, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
-  const np = (nb + 1) >> 1, nFull = nb >> 1;
-  const ps: usize = sizeof<E>() == 1 ? <usize>D << 1 : <usize>Dp << 2, ar = <usize>Dp << 2, dd = <usize>D;
+function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
+  const np = (nb + 1) >> 1;
+  const ps = <usize>Dp << 2, ar = <usize>Dp << 2;
   if (nh == 4) {
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0)), ws1 = f32x4.splat(f32x4.extract_lane(ws, 1));
     const ws2 = f32x4.splat(f32x4.extract_lane(ws, 2)), ws3 = f32x4.splat(f32x4.extract_lane(ws, 3));
@@ -249,8 +250,7 @@ function pvGroup<E>(acc: usize, vc: usize, nb: i32, D: i32, zero: usize, wp: usi
       let x2 = i32x4.splat(0), y2 = i32x4.splat(0), x3 = i32x4.splat(0), y3 = i32x4.splat(0);
       let vp = vc, w = wp;
       for (let t = 0; t < np; t++) {
-        const r1 = t < nFull ? vp + dd : zero;
-        const lo = pairLo<E>(vp, r1, d), hi = pairHi<E>(vp, r1, d);
+        const lo = v128.load(vp + (d << 2)), hi = v128.load(vp + (d << 2), 16);
         const w0 = v128.load32_splat(w), w1 = v128.load32_splat(w, 4), w2 = v128.load32_splat(w, 8), w3 = v128.load32_splat(w, 12);
         x0 = i32x4.add(x0, i32x4.dot_i16x8_s(lo, w0)); y0 = i32x4.add(y0, i32x4.dot_i16x8_s(hi, w0));
         x1 = i32x4.add(x1, i32x4.dot_i16x8_s(lo, w1)); y1 = i32x4.add(y1, i32x4.dot_i16x8_s(hi, w1));
@@ -274,10 +274,9 @@ function pvGroup<E>(acc: usize, vc: usize, nb: i32, D: i32, zero: usize, wp: usi
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0);
       let vp = vc, w = wp;
       for (let t = 0; t < np; t++) {
-        const r1 = t < nFull ? vp + dd : zero;
         const w0 = v128.load32_splat(w);
-        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(pairLo<E>(vp, r1, d), w0));
-        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(pairHi<E>(vp, r1, d), w0));
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp + (d << 2)), w0));
+        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp + (d << 2), 16), w0));
         vp += ps; w += 16;
       }
       const o = acc + (d << 2);
@@ -423,11 +422,11 @@ export function attendQ8(
           }
         }
         if (fp8) widenV(sV, vRow, nb, D, Dp, sZero, c0f);
+        else widenV8(sV, vRow, nb, D, Dp, sZero);
         for (let gi = 0; gi < NG; gi++) {
           const acc = sAcc + (<usize>gi * 4 * <usize>Dp << 2);
           const ws = v128.load(sWs + (<usize>gi << 4)), wp = sW + <usize>gi * (KB / 2) * 16;
-          if (fp8) pvGroup<i16>(acc, sV, nb, D, sZero, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
-          else pvGroup<i8>(acc, vRow, nb, D, sZero, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
+          pvGroup(acc, sV, nb, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
         }
         i += nb;
       }
