@@ -20,53 +20,10 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
+import { expScalar, expV } from './simd';
 
-// ---- exp --------------------------------------------------------------------------
-// exp(x) = 2^n · e^r with n = round(x·log2 e) and r = x − n·ln 2 ∈ [−ln2/2, ln2/2].
-// ln 2 is split into C1 + C2 (C1 = 0.693359375 has few mantissa bits, so n·C1 is exact
-// for |n| < 2^9) to keep r accurate. e^r ≈ 1 + r + r²·P(r) with Cephes' expf polynomial
-// (relative error < 2 ulp on that range). 2^n is built by writing n + 127 into the
-// exponent field. Inputs below −87.33 (e^x below the smallest normal float) give 0;
-// inputs above 88.72 are clamped (softmax and sigmoid never need them).
-const EXP_HI: f32 = 88.72283;
-const EXP_LO: f32 = -87.33654;
-const LOG2E: f32 = 1.44269504088896341;
-const C1: f32 = 0.693359375;
-const C2: f32 = -2.12194440e-4;
-const P0: f32 = 1.9875691500e-4;
-const P1: f32 = 1.3981999507e-3;
-const P2: f32 = 8.3334519073e-3;
-const P3: f32 = 4.1665795894e-2;
-const P4: f32 = 1.6666665459e-1;
-const P5: f32 = 5.0000001201e-1;
-
-@inline function expScalar(x0: f32): f32 {
-  if (x0 < EXP_LO) return 0;
-  const x1 = x0 > EXP_HI ? EXP_HI : x0;
-  const n = nearest<f32>(x1 * LOG2E);
-  const r = x1 - n * C1 - n * C2;
-  let p = P0;
-  p = p * r + P1; p = p * r + P2; p = p * r + P3; p = p * r + P4; p = p * r + P5;
-  const y = p * r * r + r + 1;
-  return y * reinterpret<f32>((<i32>n + 127) << 23);
-}
-
-@inline function expV(x0: v128): v128 {
-  const x = f32x4.min(x0, f32x4.splat(EXP_HI));
-  const n = f32x4.nearest(f32x4.mul(x, f32x4.splat(LOG2E)));
-  const r = f32x4.sub(f32x4.sub(x, f32x4.mul(n, f32x4.splat(C1))), f32x4.mul(n, f32x4.splat(C2)));
-  let p = f32x4.splat(P0);
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P1));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P2));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P3));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P4));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(P5));
-  const y = f32x4.add(f32x4.add(f32x4.mul(f32x4.mul(p, r), r), r), f32x4.splat(1));
-  // n ∈ [−126, 128] after the clamps; lanes below EXP_LO are zeroed by the select.
-  const pow2 = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
-  const v = f32x4.mul(y, pow2);
-  return v128.and(v, f32x4.ge(x0, f32x4.splat(EXP_LO)));
-}
+// exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
+// build and the tails use expScalar).
 
 /** Sum of the four lanes (((l0 + l1) + (l2 + l3))). */
 @inline function hsum(v: v128): f32 {
@@ -484,9 +441,17 @@ export function appendE4m3Rows(
         const src = update + ((packed ? (t0 + s) * h + j : (<usize>b * h + j) * <usize>S + s) * d << 2);
         let amax: f32 = 0;
         for (let i: usize = 0; i < d; i++) amax = max(amax, abs(ld(src, i)));
-        const scale: f32 = amax / 448;
+        const scale: f32 = amax / (fp8 ? <f32>448 : <f32>127);
         st(scales, row, scale);
-        for (let i: usize = 0; i < d; i++) store<u8>(dst + i, <u8>(scale > 0 ? f32ToE4m3(ld(src, i) / scale) : 0));
+        if (fp8) {
+          for (let i: usize = 0; i < d; i++) store<u8>(dst + i, <u8>(scale > 0 ? f32ToE4m3(ld(src, i) / scale) : 0));
+        } else {
+          for (let i: usize = 0; i < d; i++) {
+            let qv: f32 = scale > 0 ? nearest<f32>(ld(src, i) / scale) : 0;
+            qv = min(max(qv, -127), 127);
+            store<i8>(dst + i, <i8><i32>qv);
+          }
+        }
       }
     }
   }
