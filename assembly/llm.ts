@@ -356,30 +356,7 @@ export function appendInt8Rows(
   cache: usize, scales: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
   circular: bool, packed: bool,
 ): void {
-  const n = <usize>N, h = <usize>H, d = <usize>D;
-  for (let b = 0; b < B; b++) {
-    const start = <usize>load<i32>(writeIdx + (<usize>b << 2));
-    const t0 = <usize>load<i32>(lengths + (<usize>b << 2));
-    const count = <usize>load<i32>(lengths + (<usize>b << 2), 4) - t0;
-    for (let j: usize = 0; j < h; j++) {
-      for (let s: usize = 0; s < count; s++) {
-        let pos = start + s;
-        if (circular && pos >= n) pos -= n;
-        const row = (<usize>b * h + j) * n + pos;
-        const dst = cache + row * d;
-        const src = update + ((packed ? (t0 + s) * h + j : (<usize>b * h + j) * <usize>S + s) * d << 2);
-        let amax: f32 = 0;
-        for (let i: usize = 0; i < d; i++) amax = max(amax, abs(ld(src, i)));
-        const scale: f32 = amax / 127;
-        st(scales, row, scale);
-        for (let i: usize = 0; i < d; i++) {
-          let qv: f32 = scale > 0 ? nearest<f32>(ld(src, i) / scale) : 0;
-          qv = min(max(qv, -127), 127);
-          store<i8>(dst + i, <i8><i32>qv);
-        }
-      }
-    }
-  }
+  appendScaledRows(false, cache, scales, update, B, H, N, S, D, writeIdx, lengths, circular, packed);
 }
 
 // float8e4m3fn (bias 7, 3 mantissa bits, largest finite 448 = 0x7e, NaN 0x7f, no Inf).
@@ -425,6 +402,14 @@ const F8_MAGIC: f32 = 16384; // 2^14
  */
 export function appendE4m3Rows(
   cache: usize, scales: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
+  circular: bool, packed: bool,
+): void {
+  appendScaledRows(true, cache, scales, update, B, H, N, S, D, writeIdx, lengths, circular, packed);
+}
+
+/** appendInt8Rows (fp8 = false: scale max|x|/127, codes round-half-even clamped to ±127) and appendE4m3Rows (fp8 = true: scale max|x|/448, e4m3 codes). */
+@inline function appendScaledRows(
+  fp8: bool, cache: usize, scales: usize, update: usize, B: i32, H: i32, N: i32, S: i32, D: i32, writeIdx: usize, lengths: usize,
   circular: bool, packed: bool,
 ): void {
   const n = <usize>N, h = <usize>H, d = <usize>D;
