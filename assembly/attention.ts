@@ -343,7 +343,7 @@ function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
   else return f16BitsToF32V(v128.load16x4_s(p, 8));
 }
 
-function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRow: usize, tStride: usize, tBytes: usize, tN: i32): void {
+function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize, tV: usize, tStride: usize, tBytes: usize, tN: i32): void {
   const D = gD;
   const es = sizeof<KT>();
   const gS = <usize>gSB << 4; // bytes of one group's score rows
@@ -370,7 +370,7 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
         let qp = qBase;
         if (SPREAD && j + 1 < tN) {
           // touch-ahead spread over the dot-product loop (see scores())
-          let tv = tRow + <usize>j * tStride, tk = k0 + <usize>(2 * KB) * kStride;
+          let tv = tV + <usize>j * tStride, tk = tK + <usize>j * kStride;
           let sink: u32 = 0;
           for (; qp < qEnd; qp += 64) {
             sink ^= load<u32>(tv) ^ load<u32>(tk);
@@ -413,12 +413,12 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
         }
         if (!SPREAD && j + 1 < tN) {
           // touch-ahead (wasm has no prefetch): read one word per cache line of the V and
-          // K rows 2·KB keys ahead (tRow, tN: rows the tile will read), so the hardware
+          // K rows 2·KB keys ahead (tK, tV, tN: rows the tile will read), so the hardware
           // prefetcher streams them in while this block computes (decode step ~16% faster)
-          const t0 = tRow + <usize>j * tStride, t1 = t0 + tStride;
+          const t0 = tV + <usize>j * tStride, t1 = t0 + tStride;
           let sink: u32 = 0;
           for (let o: usize = 0; o < tBytes; o += 64) sink ^= load<u32>(t0 + o) ^ load<u32>(t1 + o);
-          const u0 = k0 + <usize>(2 * KB) * kStride, u1 = u0 + kStride, kBytes = <usize>D * es;
+          const u0 = tK + <usize>j * kStride, u1 = u0 + kStride, kBytes = <usize>D * es;
           for (let o: usize = 0; o < kBytes; o += 64) sink ^= load<u32>(u0 + o) ^ load<u32>(u1 + o);
           gSink ^= sink;
         }
@@ -658,9 +658,15 @@ function unhideRow(p: usize, n: i32): void {
 
 // ---- P·V: acc[r] += Σ_jj P[r][jj] · v_(j0+jj) ------------------------------------------
 
-function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   const Dv = gDv, Dvp = gDvp, gS = <usize>gSB << 4;
   const es = sizeof<VT>();
+  // the decode form (SP = u8, float32 K and V of one head size, see runTile): one word of
+  // the K row and one of the V row 2·KB keys ahead per step, stepping 8·es bytes, so the
+  // (Dv/8)·n steps of a sub-block of n keys cover exactly its n K and V rows ahead
+  const SPREAD = sizeof<SP>() == 1;
+  const tStep = <usize>es << 3;
+  let tk = gTK, tv = gTV, sink: u32 = 0;
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
     const D8 = Dv & ~7;
@@ -683,6 +689,10 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
         let x3 = v128.load(c3 + o), y3 = v128.load(c3 + o, 16);
         let vp = vBase + <usize>d * es;
         for (let pp = pBase; pp < pEnd; pp += 16) {
+          if (SPREAD) {
+            sink ^= load<u32>(tk) ^ load<u32>(tv);
+            tk += tStep; tv += tStep;
+          }
           const va = ld4<VT>(vp), vb = ld4Next<VT>(vp);
           let w = v128.load32_splat(pp);
           x0 = madd(w, va, x0); y0 = madd(w, vb, y0);
@@ -718,6 +728,7 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
       }
     }
     }
+    if (SPREAD) gSink ^= sink;
   } else {
     for (let r = 0; r < nR4; r++) {
       const pr = sAddr(r) + sOff;
@@ -737,7 +748,7 @@ function pvBlock<VT>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize
 }
 
 // K / V element type dispatch (one instantiation of each microkernel per dtype)
-function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRow: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
+function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize = 0, tV: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
   const tBytes = <usize>gDv * esize(gVT);
   // Decode tiles (one group of 4 rows) over contiguous K and V rows (padded [B,H,N,D] or a
   // cache) spread the touch-ahead over the dot-product loop (SP = u8): each step reads one
@@ -746,21 +757,27 @@ function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRo
   // one or two per step instead of the burst of 4·D·es/64 loads per key pair of the other
   // form (SP = u16), which fills the core's miss buffers and stalls (decode step 11–16%
   // faster, same process). A separate instantiation, so the prefill loops stay as they are.
-  if (ASC_FEATURE_SIMD && nR4 == 4 && tN > 0 && tStride == tBytes && kStride == <usize>gD * esize(gKT)) {
-    if (gKT == 0) scoresBlock<f32, u8>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
-    else if (gKT == 1) scoresBlock<u16, u8>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
-    else scoresBlock<i16, u8>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
+  // float32 decode tiles touch from the P·V loop instead (tN = 0 here, see runTile): the
+  // same reads, spread over both halves of the block's work (2–5% faster, same process).
+  if (ASC_FEATURE_SIMD && nR4 == 4 && (tN <= 0 || tStride == tBytes) && kStride == <usize>gD * esize(gKT)) {
+    if (gKT == 0) scoresBlock<f32, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+    else if (gKT == 1) scoresBlock<u16, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+    else scoresBlock<i16, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
     return;
   }
-  if (gKT == 0) scoresBlock<f32, u16>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
-  else if (gKT == 1) scoresBlock<u16, u16>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
-  else scoresBlock<i16, u16>(kRow, kStride, nb, nR4, sOff, tRow, tStride, tBytes, tN);
+  if (gKT == 0) scoresBlock<f32, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+  else if (gKT == 1) scoresBlock<u16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+  else scoresBlock<i16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
 }
 
-function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
-  if (gVT == 0) pvBlock<f32>(vRow, vStride, nb, nR4, sOff);
-  else if (gVT == 1) pvBlock<u16>(vRow, vStride, nb, nR4, sOff);
-  else pvBlock<i16>(vRow, vStride, nb, nR4, sOff);
+function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: bool = false): void {
+  if (ASC_FEATURE_SIMD && touch) {
+    pvBlock<f32, u8>(vRow, vStride, nb, nR4, sOff);
+    return;
+  }
+  if (gVT == 0) pvBlock<f32, u16>(vRow, vStride, nb, nR4, sOff);
+  else if (gVT == 1) pvBlock<u16, u16>(vRow, vStride, nb, nR4, sOff);
+  else pvBlock<i16, u16>(vRow, vStride, nb, nR4, sOff);
 }
 
 // Rows far apart (packed [T,H,D]: one head's rows are H·D elements apart) share few L1
@@ -771,23 +788,49 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   for (let j = 0; j < n; j++) memory.copy(dst + <usize>j * rowBytes, src + <usize>j * stride, rowBytes);
 }
 
-function scoresMaybeGathered(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tRow: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
+function scoresMaybeGathered(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize = 0, tV: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
   const rowBytes = <usize>gD * esize(gKT);
   if (nR4 > 4 && kStride >= rowBytes * 2) {
     gatherRows(sKb, kRow, kStride, rowBytes, nb);
     scores(sKb, rowBytes, nb, nR4, sOff);
-  } else scores(kRow, kStride, nb, nR4, sOff, tRow, tStride, nR4 == 4 ? tN : 0);
+  } else scores(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, nR4 == 4 ? tN : 0);
 }
 
-function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
+function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: bool = false): void {
   const rowBytes = <usize>gDv * esize(gVT);
   if (nR4 > 4 && vStride >= rowBytes * 2) {
     gatherRows(sVb, vRow, vStride, rowBytes, nb);
     pv(sVb, rowBytes, nb, nR4, sOff);
-  } else pv(vRow, vStride, nb, nR4, sOff);
+  } else pv(vRow, vStride, nb, nR4, sOff, touch);
 }
 
 // ---- one tile ----------------------------------------------------------------------------
+
+// Touch-ahead target of the block at j0: the K and V rows 2·KB keys ahead. Past the
+// tile's last blocks it continues with the first rows of the next tile's KV head when
+// attention() named one (gNextK ≠ 0: a decode step walks the heads one after another), so
+// no head after the first starts with two blocks of cold misses (those cost ~5% of a
+// 32q/8kv L=4096 step). Sets gTK / gTV; returns how many rows from there to touch (≤ 0:
+// none).
+let gNextK: usize = 0; // key 0 of the next tile's KV head (0 = none)
+let gNextV: usize = 0;
+let gNextEnd: i32 = 0; // that tile's end
+let gTK: usize = 0;
+let gTV: usize = 0;
+
+function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j0: i32, tileEnd: i32): i32 {
+  const a = j0 + 2 * KB;
+  if (a < tileEnd) {
+    gTK = kRow + <usize>a * kStride;
+    gTV = vRow + <usize>a * vStride;
+    return min(KB, tileEnd - a);
+  }
+  if (gNextK == 0) return 0;
+  const a2 = a - roundUp(tileEnd, KB);
+  gTK = gNextK + <usize>a2 * kStride;
+  gTV = gNextV + <usize>a2 * vStride;
+  return min(KB, gNextEnd - a2);
+}
 
 /** Every row group takes all nb keys of the block (the two-phase path). */
 function fillGLim(nR4: i32, nb: i32): void {
@@ -807,6 +850,10 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     store<f32>(sL + (<usize>r << 2), 0);
   }
   if (!gTwoPhase) {
+    // a decode tile (one row group) over contiguous float32 K and V rows of one head size,
+    // a multiple of 8, touches ahead from P·V (see pvBlock), not from the scores
+    const pvTouch = ASC_FEATURE_SIMD && nR4 == 4 && gD == gDv && (gDv & 7) == 0 && gKT == 0 && gVT == 0 &&
+      kStride == <usize>gD * esize(gKT) && vStride == <usize>gDv * esize(gVT);
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       // per row group, the keys of this block any of its rows sees: a causal tile's later
@@ -816,7 +863,9 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         for (let r = g; r < g + 4; r++) e = max(e, load<i32>(sEnd + (<usize>r << 2)));
         store<i32>(sGLim + <usize>g, min(nb, max(0, e - j0)));
       }
-      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, vRow + <usize>(j0 + 2 * KB) * vStride, vStride, min(KB, tileEnd - j0 - 2 * KB));
+      const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd);
+      const inPV = pvTouch && tN >= nb;
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, gTK, gTV, vStride, inPV ? 0 : tN);
       for (let g = 0; g < nR4; g += 4) {
         const blk = sS + <usize>(g >> 2) * gS;
         const n = load<i32>(sGLim + <usize>g);
@@ -825,7 +874,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         if (gNorm == 1) unhideRow(blk, n << 2);
         else softmaxStep(g, blk, n);
       }
-      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0);
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0, inPV);
     }
   } else {
     // phase 1: full score rows
@@ -835,7 +884,8 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       fillGLim(nR4, nb);
       // the same touch-ahead as the one-pass path: K rows 2 blocks ahead for this phase,
       // V rows 2 blocks ahead so phase 2 finds them in the last-level cache
-      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4, vRow + <usize>(j0 + 2 * KB) * vStride, vStride, min(KB, tileEnd - j0 - 2 * KB));
+      const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd);
+      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4, gTK, gTV, vStride, tN);
       for (let g = 0; g < nR4; g += 4) postGroup(g, sS + <usize>(g >> 2) * gS + (<usize>j0 << 4), j0, nb, nbPad);
     }
     const endPad = roundUp(tileEnd, 4);
@@ -978,6 +1028,13 @@ export function attention(params: usize): void {
           store<usize>(sQkRow + (<usize>r << 2), 0);
         }
         if (gQk != 0) tileEnd = gQkCols;
+        // one tile per head (decode): the next head's tile has the same rows, so the same end
+        gNextK = 0;
+        if (pairs <= R_MAX && kh + 1 < Hkv) {
+          gNextK = k + (<usize>kOff + <usize>(kh + 1) * <usize>kHS) * kes;
+          gNextV = v + (<usize>vOff + <usize>(kh + 1) * <usize>vHS) * ves;
+          gNextEnd = tileEnd;
+        }
         runTile(kRow, kStride, vRow, vStride, nRows, tileEnd);
       }
     }
