@@ -131,8 +131,6 @@ import {
 // @ts-ignore: decorator
 @inline const KB = 64; // keys per block
 // @ts-ignore: decorator
-@inline const SUB = 32; // keys per L1 sub-block inside a block
-// @ts-ignore: decorator
 @inline const NO_DIAG: i32 = 0x3fffffff;
 // @ts-ignore: decorator
 @inline const NEG_INF: f32 = -Infinity;
@@ -168,6 +166,10 @@ let gDv: i32 = 0;
 let gDp: i32 = 0; // D rounded up to 4
 let gDvp: i32 = 0; // Dv rounded up to 8
 let gSB: i32 = 0; // score row stride (floats)
+// keys per L1 sub-block inside a block: rows of up to 256 bytes (D ≤ 64 float32) take the
+// whole block (8–16 KB of K or V; prefill (1,8,512,64) ~2.5% faster than 32), longer ones 32
+// (D = 128 / 256 prefill 3% / 5% slower with 64)
+let gSub: i32 = 32;
 let gSoftcap: f32 = 0;
 let gNorm: i32 = 0;
 let gQuant: i32 = 0;
@@ -353,8 +355,9 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
     const tm = tailMask(tail);
     const kStep = <usize>es << 2, tStep = <usize>es << 3;
     const SPREAD = sizeof<SP>() == 1; // compile time: the decode form (see scores())
-    // keys in sub-blocks of SUB rows, so a sub-block stays in L1 across the row groups
+    // keys in sub-blocks of gSub rows, so a sub-block stays in L1 across the row groups
     // (K rows may be far apart: packed [T,H,D] puts one head's rows H·D elements apart)
+    const SUB = gSub;
     for (let jb = 0; jb < nb; jb += SUB) {
     const je = min(nb, jb + SUB);
     for (let rg = 0; rg < nR4; rg += 4) {
@@ -670,8 +673,9 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
     const D8 = Dv & ~7;
-    // keys in sub-blocks of SUB rows: the V rows of a sub-block stay in L1 across the
+    // keys in sub-blocks of gSub rows: the V rows of a sub-block stay in L1 across the
     // column chunks and row groups
+    const SUB = gSub;
     for (let jb = 0; jb < nb; jb += SUB) {
     const jn = min(nb - jb, SUB);
     const vBase = vRow + <usize>jb * vStride;
@@ -955,6 +959,7 @@ export function attention(params: usize): void {
   gDv = pi(params, P_DV);
   gDp = roundUp(max(gD, 1), 4);
   gDvp = roundUp(max(gDv, 1), 8);
+  gSub = max(gDp, gDvp) <= 64 ? KB : 32;
   const qHS = pi(params, P_QHS), qTS = pi(params, P_QTS);
   const kHS = pi(params, P_KHS), kTS = pi(params, P_KTS);
   const vHS = pi(params, P_VHS), vTS = pi(params, P_VTS);
