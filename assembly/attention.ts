@@ -331,7 +331,13 @@ function quantizeRow(p: usize, n: i32): void {
 /** Copies row `src` (dtype t, D elements) into the tile's float32 row r, times scale, zero-padded to Dp. */
 function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
   const es = esize(t);
-  for (let d = 0; d < gD; d++) store<f32>(qAddr(r, d), ldAny(src + <usize>d * es, t) * scale);
+  let d0 = 0;
+  if (ASC_FEATURE_SIMD && t == 0) {
+    // float32: four elements at a time (q(r, d..d+3) are adjacent in the tile)
+    const vs = f32x4.splat(scale);
+    for (; d0 + 4 <= gD; d0 += 4) v128.store(qAddr(r, d0), f32x4.mul(v128.load(src + (<usize>d0 << 2)), vs));
+  }
+  for (let d = d0; d < gD; d++) store<f32>(qAddr(r, d), ldAny(src + <usize>d * es, t) * scale);
   for (let d = gD; d < gDp; d++) store<f32>(qAddr(r, d), 0);
 }
 
