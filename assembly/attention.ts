@@ -122,7 +122,9 @@ import {
 // @ts-ignore: decorator
 @inline const P_MAXCOLS = 35; // largest kvLen (or qk cols): sizes the two-phase rows
 // @ts-ignore: decorator
-@inline const PARAM_SLOTS = 36;
+@inline const P_SEQGATHER = 36; // 1: scratch holds seqGatherRows K and V rows (see attention())
+// @ts-ignore: decorator
+@inline const PARAM_SLOTS = 37;
 // @ts-ignore: decorator
 @inline const SEQ_SLOTS = 7;
 
@@ -149,15 +151,26 @@ export function attentionParamSlots(): i32 {
   return twoPhase ? roundUp(max(maxCols, 1), KB) : KB;
 }
 
+// @ts-ignore: decorator
+@inline const SEQ_GATHER_BYTES = 1 << 20;
+
+/** K and V rows a sequence-wide gather may hold (at most SEQ_GATHER_BYTES of scratch). */
+@inline function seqGatherRows(D: i32, Dv: i32, maxCols: i32): i32 {
+  const dp = roundUp(max(D, 1), 4), dvp = roundUp(max(Dv, 1), 8);
+  return min(max(maxCols, 0), SEQ_GATHER_BYTES / ((dp + dvp) * 4));
+}
+
 /**
  * Scratch bytes attention() needs: Q tile, accumulators, scores, per-row state.
- * twoPhase: quantized probabilities or a qk output requested.
+ * twoPhase: quantized probabilities or a qk output requested. seqGather: room for the
+ * K and V rows of one sequence and head (K/V rows far apart, see attention()).
  */
-export function attentionScratchBytes(D: i32, Dv: i32, maxCols: i32, twoPhase: bool): usize {
+export function attentionScratchBytes(D: i32, Dv: i32, maxCols: i32, twoPhase: bool, seqGather: bool): usize {
   const dp = roundUp(max(D, 1), 4), dvp = roundUp(max(Dv, 1), 8);
   const sb = scoreStride(maxCols, twoPhase);
+  const sg = seqGather ? <usize>seqGatherRows(D, Dv, maxCols) * 4 * (<usize>dp + <usize>dvp) + 32 : 0;
   // + one block of K rows and one of V rows (gathered when rows are far apart), 16 bytes of over-read each
-  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + <usize>KB * 4 * (<usize>dp + <usize>dvp) + 96;
+  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + <usize>KB * 4 * (<usize>dp + <usize>dvp) + 96 + sg;
 }
 
 // ---- current call (module globals, set by attention()) ------------------------------
@@ -1001,6 +1014,9 @@ export function attention(params: usize): void {
   sGLim = sp; sp += R_MAX * 4;
   sKb = sp; sp += <usize>KB * <usize>gDp * 4 + 16;
   sVb = sp; sp += <usize>KB * <usize>gDvp * 4 + 16;
+  const sgRows = pi(params, P_SEQGATHER) != 0 ? seqGatherRows(gD, gDv, pi(params, P_MAXCOLS)) : 0;
+  const sSeqK = sp; sp += <usize>sgRows * <usize>gDp * 4 + 16;
+  const sSeqV = sp;
 
   const G = Hq / Hkv;
   gKT = (dt >> 4) & 15;
@@ -1013,9 +1029,27 @@ export function attention(params: usize): void {
     const kvLen = load<i32>(rec, 16), oOff = load<i32>(rec, 20), diag = load<i32>(rec, 24);
     if (qLen <= 0) continue;
     const pairs = qLen * G;
+    // Rows far apart (packed [T,H,D]) that several tiles of this sequence re-read are
+    // copied next to each other once per sequence and head (the rows the tiles can see),
+    // instead of once per tile and block by scoresMaybeGathered / pvMaybeGathered (the
+    // ragged bench's packed batch 0.94× the time, same process). Up to SEQ_GATHER_BYTES
+    // of rows, when the host reserved them (slot P_SEQGATHER); longer sequences keep the
+    // per-block gathers.
+    let need = kvLen;
+    if (diag != NO_DIAG) need = min(need, max(0, qLen - 1 + diag + 1));
+    if (mask != 0) need = min(need, mLen);
+    const kRB = <usize>gD * kes, vRB = <usize>gDv * ves;
+    const seqGather = pairs > R_MAX && gQk == 0 && need <= sgRows && (kStride >= kRB * 2 || vStride >= vRB * 2);
     for (let kh = 0; kh < Hkv; kh++) {
-      const kRow = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
-      const vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
+      let kRow = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
+      let vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
+      let kS = kStride, vS = vStride;
+      if (seqGather) {
+        gatherRows(sSeqK, kRow, kStride, kRB, need);
+        gatherRows(sSeqV, vRow, vStride, vRB, need);
+        kRow = sSeqK; kS = kRB;
+        vRow = sSeqV; vS = vRB;
+      }
       for (let p0 = 0; p0 < pairs; p0 += R_MAX) {
         const nRows = min(R_MAX, pairs - p0);
         let tileEnd = 0;
@@ -1046,7 +1080,7 @@ export function attention(params: usize): void {
           gNextV = v + (<usize>vOff + <usize>(kh + 1) * <usize>vHS) * ves;
           gNextEnd = tileEnd;
         }
-        runTile(kRow, kStride, vRow, vStride, nRows, tileEnd);
+        runTile(kRow, kS, vRow, vS, nRows, tileEnd);
       }
     }
   }

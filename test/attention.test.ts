@@ -170,6 +170,26 @@ describe('TRT_Attention matches the float64 reference', () => {
     const pre = trtArb.map((c) => ({ ...c, G: 1 as const, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' as const }));
     fc.assert(fc.property(pre, (c) => check(ek, c)), { seed: 34, numRuns: 15 });
   });
+  it('packed K/V read by several tiles of a sequence (rows gathered once per sequence and head)', () => {
+    // more than 32 (query row, head) pairs per KV head, K/V rows H·D apart: the kernel
+    // copies each sequence's visible rows next to each other before its tiles run
+    const seq = trtArb.map((c) => ({ ...c, kvForm: 'packed_nhd' as const, Hkv: 2, qLens: c.qLens.map((x) => x + 33), kvLens: c.kvLens.map((x) => x + 20) }));
+    fc.assert(fc.property(seq, (c) => check(ek, c)), { seed: 36, numRuns: 25 });
+    fc.assert(fc.property(seq, (c) => check(eks, c)), { seed: 37, numRuns: 8 });
+  });
+  it('packed K/V longer than the per-sequence gather holds (1 MiB of rows) fall back to per-block gathers', () => {
+    // D = Dv = 256: the gather holds 512 rows; 600 keys do not fit
+    const r = rng(38), H = 2, D = 256, L = 600, S = 40;
+    const q = { dtype: 'float32', shape: [S, H, D], data: randomData('float32', S * H * D, r) };
+    const k = { dtype: 'float32', shape: [L, H, D], data: randomData('float32', L * H * D, r) };
+    const v = { dtype: 'float32', shape: [L, H, D], data: randomData('float32', L * H * D, r) };
+    const ql = { dtype: 'int32', shape: [2], data: [0, S] }, kl = { dtype: 'int32', shape: [2], data: [0, L] };
+    const attrs = { query_form: 'packed_nhd', kv_form: 'packed_nhd', causal_kind: 'lower_right' };
+    const inputs = [q, k, v, null, ql, kl];
+    const [y] = ek.run('TRT_Attention', inputs, attrs) as Tensor[];
+    expectClose(y, refTrt(inputs, attrs, false), 'Y');
+    y.dispose();
+  });
   it('decode over long contiguous K/V (the kernel that spreads its touch-ahead over the dot products)', () => {
     // one query row, G heads per KV head, more than 2 key blocks (128 keys) so the rows
     // touched ahead exist; every K/V dtype, head sizes off the 4-grid, a shorter valid length

@@ -15,7 +15,7 @@ import type { Attrs, OpContext, OpDef, OutputRequest, OutputSpec } from './regis
 const FLOATS = ['float32', 'float16', 'bfloat16'] as const;
 const DT_CODE: Record<string, number> = { float32: 0, float16: 1, bfloat16: 2 };
 const NO_DIAG = 0x3fffffff;
-const PARAM_SLOTS = 36;
+const PARAM_SLOTS = 37;
 const SEQ_SLOTS = 7;
 
 /** One sequence of a batch: element offsets of its first row (token 0, head 0) and its lengths. */
@@ -52,13 +52,22 @@ export interface AttentionPlan {
 
 /** Scratch bytes runAttentionPlan needs for this plan (request it with the rest of yours). */
 export function attentionPlanScratch(ctx: OpContext, p: AttentionPlan): number {
-  return planScratchBytes(ctx, p.D, p.Dv, p.seqs, p.qk ? p.qk.cols : 0, (p.quant ?? 0) !== 0 || !!p.qk);
+  return planScratchBytes(ctx, p.D, p.Dv, p.seqs, p.qk ? p.qk.cols : 0, (p.quant ?? 0) !== 0 || !!p.qk, seqGather(p));
 }
 
 /** attentionPlanScratch from the fields it depends on (no plan object needed). */
-function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly AttentionSeq[], qkCols: number, twoPhase: boolean): number {
+function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly AttentionSeq[], qkCols: number, twoPhase: boolean, gather: boolean): number {
   const maxCols = seqsMaxCols(seqs, qkCols);
-  return 16 * 2 + PARAM_SLOTS * 4 + seqs.length * SEQ_SLOTS * 4 + (ctx.exports.attentionScratchBytes(D, Dv, maxCols, twoPhase ? 1 : 0) >>> 0);
+  return 16 * 2 + PARAM_SLOTS * 4 + seqs.length * SEQ_SLOTS * 4 + (ctx.exports.attentionScratchBytes(D, Dv, maxCols, twoPhase ? 1 : 0, gather ? 1 : 0) >>> 0);
+}
+
+/**
+ * K or V rows far apart (packed [T,H,D] with H > 1): the kernel then gets scratch to copy
+ * one sequence's rows of a head next to each other (parameter slot 36; the scratch size
+ * and the slot come from this one test, so they always agree).
+ */
+function seqGather(p: { D: number; Dv: number; kTS: number; vTS: number }): boolean {
+  return p.kTS >= 2 * p.D || p.vTS >= 2 * p.Dv;
 }
 
 function seqsMaxCols(seqs: readonly AttentionSeq[], qkCols: number): number {
@@ -110,7 +119,7 @@ export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: numb
   pi[o + 26] = p.norm ?? 0; pi[o + 27] = p.quant ?? 0; pf[o + 28] = p.qScale ?? 1;
   const qk = p.qk;
   if (qk) { pi[o + 29] = qk.ptr; pi[o + 30] = qk.mode; pi[o + 31] = qk.cols; pi[o + 32] = qk.bs; pi[o + 33] = qk.hs; }
-  pi[o + 34] = kscratch; pi[o + 35] = planMaxCols(p);
+  pi[o + 34] = kscratch; pi[o + 35] = planMaxCols(p); pi[o + 36] = seqGather(p) ? 1 : 0;
   const seqs = p.seqs;
   for (let b = 0, j = seqPtr >>> 2; b < seqs.length; b++, j += SEQ_SLOTS) {
     const s = seqs[b];
@@ -245,7 +254,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // (no `{ ...plan }` copies here: spreading a 25-field object made a slow dictionary-mode
   // object, which alone cost tens of µs per call at small sizes)
   const wantQk = job.qkMode != null;
-  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk);
+  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan));
   // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
   // a failing scratch request then leaves no freshly allocated output behind
   const produced = (i: number) => {
