@@ -158,10 +158,14 @@ function widenV8(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize):
   for (let j = 0; j < nb; j += 2) {
     const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
     const d0 = dst + <usize>(j >> 1) * ps;
-    for (let d = 0; d < Dp; d += 8) {
+    // 16 codes of each row per step (Dp is a multiple of 16): half the loop overhead of
+    // 8-code steps, which V8 spends on address arithmetic and the loop test
+    for (let d = 0; d < Dp; d += 16) {
       const a = v128.load8x8_s(r0 + d), b = v128.load8x8_s(r1 + d);
+      const a2 = v128.load8x8_s(r0 + d, 8), b2 = v128.load8x8_s(r1 + d, 8);
       const o = d0 + (<usize>d << 2);
       v128.store(o, zipLo(a, b)); v128.store(o, zipHi(a, b), 16);
+      v128.store(o, zipLo(a2, b2), 32); v128.store(o, zipHi(a2, b2), 48);
     }
   }
 }
@@ -182,16 +186,18 @@ function widenV8(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize):
 
 /** Four heads (Q rows group-interleaved at qi) × nb keys (rows at kc, stride rs bytes): sc[j] = lanes of the 4 heads' scores. */
 function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
-  const dp = <usize>Dp;
+  const qEnd = qi + (<usize>Dp << 3); // 8 elements of the 4 rows per 64 bytes
+  const kStep: usize = sizeof<E>() == 1 ? 8 : 16;
   for (let j = 0; j < nb; j += 2) {
     const k0 = kc + <usize>j * rs, k1 = j + 1 < nb ? k0 + rs : k0;
     let a00 = i32x4.splat(0), a10 = i32x4.splat(0), a20 = i32x4.splat(0), a30 = i32x4.splat(0);
     let a01 = i32x4.splat(0), a11 = i32x4.splat(0), a21 = i32x4.splat(0), a31 = i32x4.splat(0);
-    let qp = qi;
-    for (let e: usize = 0; e < dp; e += 8) {
-      const x0 = ldK<E>(k0, e), x1 = ldK<E>(k1, e);
+    // pointers, not an index: V8 otherwise rebuilds k0 / k1 inside the loop
+    let kp0 = k0, kp1 = k1;
+    for (let qp = qi; qp < qEnd; qp += 64) {
+      const x0 = ldK<E>(kp0, 0), x1 = ldK<E>(kp1, 0);
       const y0 = v128.load(qp), y1 = v128.load(qp, 16), y2 = v128.load(qp, 32), y3 = v128.load(qp, 48);
-      qp += 64;
+      kp0 += kStep; kp1 += kStep;
       a00 = i32x4.add(a00, i32x4.dot_i16x8_s(y0, x0)); a01 = i32x4.add(a01, i32x4.dot_i16x8_s(y0, x1));
       a10 = i32x4.add(a10, i32x4.dot_i16x8_s(y1, x0)); a11 = i32x4.add(a11, i32x4.dot_i16x8_s(y1, x1));
       a20 = i32x4.add(a20, i32x4.dot_i16x8_s(y2, x0)); a21 = i32x4.add(a21, i32x4.dot_i16x8_s(y2, x1));
@@ -206,19 +212,20 @@ function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
 
 /** One head (Q row at qi, in the group-interleaved layout: 16 bytes every 64) × nb keys: sc[j] = the score in every lane. */
 function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize, qs: v128, ks: usize): void {
-  const dp = <usize>Dp;
+  const qEnd = qi + (<usize>Dp << 3);
+  const kStep: usize = sizeof<E>() == 1 ? 8 : 16;
   for (let j = 0; j < nb; j += 4) {
     const k0 = kc + <usize>j * rs;
     const k1 = j + 1 < nb ? k0 + rs : k0, k2 = j + 2 < nb ? k1 + rs : k0, k3 = j + 3 < nb ? k2 + rs : k0;
     let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
-    let qp = qi;
-    for (let e: usize = 0; e < dp; e += 8) {
+    let kp0 = k0, kp1 = k1, kp2 = k2, kp3 = k3;
+    for (let qp = qi; qp < qEnd; qp += 64) {
       const y = v128.load(qp);
-      qp += 64;
-      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, ldK<E>(k0, e)));
-      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, ldK<E>(k1, e)));
-      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, ldK<E>(k2, e)));
-      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, ldK<E>(k3, e)));
+      a0 = i32x4.add(a0, i32x4.dot_i16x8_s(y, ldK<E>(kp0, 0)));
+      a1 = i32x4.add(a1, i32x4.dot_i16x8_s(y, ldK<E>(kp1, 0)));
+      a2 = i32x4.add(a2, i32x4.dot_i16x8_s(y, ldK<E>(kp2, 0)));
+      a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, ldK<E>(kp3, 0)));
+      kp0 += kStep; kp1 += kStep; kp2 += kStep; kp3 += kStep;
     }
     // lanes → float before the horizontal sum (the int32 total of a row could overflow)
     const s = f32x4.mul(f32x4.mul(hsum4(cvt(a0), cvt(a1), cvt(a2), cvt(a3)), qs),
@@ -240,23 +247,23 @@ function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
  * the extra live vectors make V8 spill an accumulator every step.)
  */
 function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
-  const np = (nb + 1) >> 1;
   const ps = <usize>Dp << 2, ar = <usize>Dp << 2;
+  const wEnd = wp + (<usize>((nb + 1) >> 1) << 4); // one 16-byte weight record per key pair
   if (nh == 4) {
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0)), ws1 = f32x4.splat(f32x4.extract_lane(ws, 1));
     const ws2 = f32x4.splat(f32x4.extract_lane(ws, 2)), ws3 = f32x4.splat(f32x4.extract_lane(ws, 3));
     for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0), x1 = i32x4.splat(0), y1 = i32x4.splat(0);
       let x2 = i32x4.splat(0), y2 = i32x4.splat(0), x3 = i32x4.splat(0), y3 = i32x4.splat(0);
-      let vp = vc, w = wp;
-      for (let t = 0; t < np; t++) {
-        const lo = v128.load(vp + (d << 2)), hi = v128.load(vp + (d << 2), 16);
+      let vp = vc + (d << 2);
+      for (let w = wp; w < wEnd; w += 16) {
+        const lo = v128.load(vp), hi = v128.load(vp, 16);
         const w0 = v128.load32_splat(w), w1 = v128.load32_splat(w, 4), w2 = v128.load32_splat(w, 8), w3 = v128.load32_splat(w, 12);
         x0 = i32x4.add(x0, i32x4.dot_i16x8_s(lo, w0)); y0 = i32x4.add(y0, i32x4.dot_i16x8_s(hi, w0));
         x1 = i32x4.add(x1, i32x4.dot_i16x8_s(lo, w1)); y1 = i32x4.add(y1, i32x4.dot_i16x8_s(hi, w1));
         x2 = i32x4.add(x2, i32x4.dot_i16x8_s(lo, w2)); y2 = i32x4.add(y2, i32x4.dot_i16x8_s(hi, w2));
         x3 = i32x4.add(x3, i32x4.dot_i16x8_s(lo, w3)); y3 = i32x4.add(y3, i32x4.dot_i16x8_s(hi, w3));
-        vp += ps; w += 16;
+        vp += ps;
       }
       const o = acc + (d << 2);
       v128.store(o, f32x4.add(v128.load(o), f32x4.mul(cvt(x0), ws0)));
@@ -272,12 +279,12 @@ function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0));
     for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0);
-      let vp = vc, w = wp;
-      for (let t = 0; t < np; t++) {
+      let vp = vc + (d << 2);
+      for (let w = wp; w < wEnd; w += 16) {
         const w0 = v128.load32_splat(w);
-        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp + (d << 2)), w0));
-        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp + (d << 2), 16), w0));
-        vp += ps; w += 16;
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp), w0));
+        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp, 16), w0));
+        vp += ps;
       }
       const o = acc + (d << 2);
       v128.store(o, f32x4.add(v128.load(o), f32x4.mul(cvt(x0), ws0)));
