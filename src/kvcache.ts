@@ -55,10 +55,10 @@ export interface AttendOptions {
    * Which kernel: 'TRT_Attention' (the operator, through ek.run), 'builtin' (attendF32/F16/BF16
    * of assembly/llm.ts, called directly) or 'auto' (default): TRT_Attention when the step reads
    * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
-   * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv:
-   * the flash kernel works on four query rows per KV head and would compute three of them
-   * for nothing; builtin is 1.4–1.6× faster there). A window that has wrapped always uses
-   * builtin (cache rows are then circular, which TRT_Attention's padded form cannot express).
+   * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
+   * which TRT_Attention would hand to this same decode kernel anyway (its flash kernel works
+   * on four query rows per KV head). A window that has wrapped always uses builtin (cache
+   * rows are then circular, which TRT_Attention's padded form cannot express).
    */
   impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }

@@ -170,6 +170,15 @@ describe('TRT_Attention matches the float64 reference', () => {
     const pre = trtArb.map((c) => ({ ...c, G: 1 as const, qLens: c.qLens.map((x) => x + 30), kvLens: c.qLens.map((x) => x + 30 + c.kvCap), causal: c.causal === 'none' ? 'lower_right' : c.causal, mask: 'none' as const }));
     fc.assert(fc.property(pre, (c) => check(ek, c)), { seed: 34, numRuns: 15 });
   });
+  it('decode without grouped heads (G = 1, the row-decode kernel) and the variants that must not take it', () => {
+    // one float32 query row per KV head over padded caches longer than their valid lengths:
+    // runAttentionPlan hands these to attendF32/F16/BF16 unless a mask, a causal frontier
+    // before the last key or a packed K/V says otherwise — every variant against the reference
+    const dec = trtArb.map((c) => ({ ...c, G: 1 as const, qLens: c.qLens.map((x) => Math.min(x, 1)), kvCap: 3, kvLensGiven: true, qForm: 'padded_bhnd' as const, qDtype: 'float32' as const }));
+    fc.assert(fc.property(dec, (c) => check(ek, c)), { seed: 39, numRuns: 60 });
+    fc.assert(fc.property(dec, (c) => check(eks, c)), { seed: 40, numRuns: 20 });
+    fc.assert(fc.property(dec.map((c) => ({ ...c, kvForm: 'padded_bhnd' as const, mask: 'none' as const, causal: c.causal === 'upper_left' ? 'none' as const : c.causal })), (c) => check(ek, c)), { seed: 41, numRuns: 40 });
+  });
   it('packed K/V read by several tiles of a sequence (rows gathered once per sequence and head)', () => {
     // more than 32 (query row, head) pairs per KV head, K/V rows H·D apart: the kernel
     // copies each sequence's visible rows next to each other before its tiles run

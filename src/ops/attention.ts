@@ -9,6 +9,7 @@
 import { findDType } from '../dtypes.js';
 import { show } from '../errors.js';
 import type { Tensor } from '../tensor.js';
+import type { LlmKernels } from '../llm/kernels.js';
 import { fail, readCumulative, readInts } from './checks.js';
 import type { Attrs, OpContext, OpDef, OutputRequest, OutputSpec } from './registry.js';
 
@@ -52,13 +53,57 @@ export interface AttentionPlan {
 
 /** Scratch bytes runAttentionPlan needs for this plan (request it with the rest of yours). */
 export function attentionPlanScratch(ctx: OpContext, p: AttentionPlan): number {
-  return planScratchBytes(ctx, p.D, p.Dv, p.seqs, p.qk ? p.qk.cols : 0, (p.quant ?? 0) !== 0 || !!p.qk, seqGather(p));
+  return planScratchBytes(ctx, p.D, p.Dv, p.seqs, p.qk ? p.qk.cols : 0, (p.quant ?? 0) !== 0 || !!p.qk, seqGather(p), rowDecodeCapacity(p));
 }
 
 /** attentionPlanScratch from the fields it depends on (no plan object needed). */
-function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly AttentionSeq[], qkCols: number, twoPhase: boolean, gather: boolean): number {
+function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly AttentionSeq[], qkCols: number, twoPhase: boolean, gather: boolean, rowDecodeN: number): number {
   const maxCols = seqsMaxCols(seqs, qkCols);
-  return 16 * 2 + PARAM_SLOTS * 4 + seqs.length * SEQ_SLOTS * 4 + (ctx.exports.attentionScratchBytes(D, Dv, maxCols, twoPhase ? 1 : 0, gather ? 1 : 0) >>> 0);
+  const kernel = ctx.exports.attentionScratchBytes(D, Dv, maxCols, twoPhase ? 1 : 0, gather ? 1 : 0) >>> 0;
+  // the row-decode kernel's scores and one widened row (see rowDecodeCapacity)
+  const rowDecode = rowDecodeN > 0 ? (rowDecodeN + D) * 4 + 16 : 0;
+  return 16 * 2 + PARAM_SLOTS * 4 + seqs.length * SEQ_SLOTS * 4 + Math.max(kernel, rowDecode);
+}
+
+/**
+ * One query row per KV head (no grouped heads, one token per sequence) over contiguous
+ * padded K/V rows of one head size, float32 Q and output with the same strides: the flash
+ * kernel would pad each row to a four-row tile and compute three rows of nothing, while the
+ * decode kernel of assembly/llm.ts (attendF32/F16/BF16, the KV cache's builtin) streams each
+ * head's K rows, then its V rows: 1.4–1.6× faster. Returns the K/V capacity N (rows per head)
+ * when the plan has this shape, else 0. Sizes the scratch; runAttentionPlan takes that kernel
+ * when the plan also has no mask, softcap, quantization, qk output or causal frontier before
+ * the last key.
+ */
+function rowDecodeCapacity(p: {
+  Hq: number; Hkv: number; D: number; Dv: number; seqs: readonly AttentionSeq[];
+  qHS: number; qTS: number; kHS: number; kTS: number; vHS: number; vTS: number; oHS: number; oTS: number;
+  qDtype: string; kDtype: string; vDtype: string; outDtype: string;
+}): number {
+  if (p.Hq !== p.Hkv || p.D !== p.Dv || p.D === 0 || p.qDtype !== 'float32' || p.outDtype !== 'float32' || p.kDtype !== p.vDtype) return 0;
+  if (p.kTS !== p.D || p.vTS !== p.D || p.kHS !== p.vHS || p.kHS % p.D !== 0 || p.qHS !== p.oHS || p.qTS !== p.oTS) return 0;
+  for (let b = 0; b < p.seqs.length; b++) if (p.seqs[b].qLen > 1) return 0;
+  return p.kHS / p.D;
+}
+
+/** runAttentionPlan through attendF32/F16/BF16 when rowDecodeCapacity allows it; false if not taken. */
+function runRowDecode(ctx: OpContext, p: AttentionPlan, scratch: number): boolean {
+  const N = rowDecodeCapacity(p);
+  if (N === 0 || p.mask || p.softcap || (p.norm ?? 0) !== 0 || (p.quant ?? 0) !== 0 || p.qk) return false;
+  const seqs = p.seqs;
+  for (let b = 0; b < seqs.length; b++) {
+    const s = seqs[b];
+    if (s.qLen > 0 && s.diag != null && s.diag !== NO_DIAG && s.diag < s.kvLen - 1) return false;
+  }
+  const kern = ctx.exports as unknown as LlmKernels;
+  const attend = p.kDtype === 'float32' ? kern.attendF32 : p.kDtype === 'float16' ? kern.attendF16 : kern.attendBF16;
+  const es = p.kDtype === 'float32' ? 4 : 2;
+  for (let b = 0; b < seqs.length; b++) {
+    const s = seqs[b];
+    if (s.qLen <= 0) continue;
+    attend(p.out + s.oOff * 4, p.q + s.qOff * 4, p.k + s.kOff * es, p.v + s.vOff * es, p.Hq, p.Hkv, 1, 1, p.D, N, p.qHS, p.qTS, s.kvLen, 0, 0, p.scale, scratch);
+  }
+  return true;
 }
 
 /**
@@ -106,6 +151,7 @@ export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: numb
   const base = (scratch + 15) & ~15;
   const seqPtr = base + PARAM_SLOTS * 4;
   const kscratch = (seqPtr + p.seqs.length * SEQ_SLOTS * 4 + 15) & ~15;
+  if (runRowDecode(ctx, p, kscratch)) return;
   const { i32: pi, f32: pf } = memoryViews(ctx.memory);
   const o = base >>> 2; // base is 16-aligned
   pi.fill(0, o, o + PARAM_SLOTS);
@@ -254,7 +300,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // (no `{ ...plan }` copies here: spreading a 25-field object made a slow dictionary-mode
   // object, which alone cost tens of µs per call at small sizes)
   const wantQk = job.qkMode != null;
-  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan));
+  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan), rowDecodeCapacity(plan));
   // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
   // a failing scratch request then leaves no freshly allocated output behind
   const produced = (i: number) => {
