@@ -70,7 +70,8 @@ function planScratchBytes(ctx: OpContext, D: number, Dv: number, seqs: readonly 
  * padded K/V rows of one head size, float32 Q and output with the same strides: the flash
  * kernel would pad each row to a four-row tile and compute three rows of nothing, while the
  * decode kernel of assembly/llm.ts (attendF32/F16/BF16, the KV cache's builtin) streams each
- * head's K rows, then its V rows: 1.4–1.6× faster. Returns the K/V capacity N (rows per head)
+ * head's K rows, then its V rows: 1.35× faster (32 heads, D = 128, 1024 keys: 2.5 vs 3.4 ms).
+ * Returns the K/V capacity N (rows per head)
  * when the plan has this shape, else 0. Sizes the scratch; runAttentionPlan takes that kernel
  * when the plan also has no mask, softcap, quantization, qk output or causal frontier before
  * the last key.
