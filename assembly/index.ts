@@ -9,3 +9,4 @@ export * from './quant';
 export * from './scan';
 export * from './llm';
 export { attendQ8ScratchBytes } from './kvattend';
+export * from './q8';

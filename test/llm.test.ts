@@ -108,6 +108,53 @@ describe(`matvecRows16F32 (${build})`, () => {
   });
 });
 
+describe(`Q8_0 kernels: quantizeQ8 and matvecQ8 against runq.c's arithmetic (${build})`, () => {
+  useBuild(build);
+  const GROUPS = [1, 2, 4, 8, 16, 32, 64];
+  const quantize = (x: number[], gs: number) => {
+    const xt = f32(x), q = ek.tensor('int16', [x.length]), s = ek.tensor('float32', [x.length / gs]);
+    return withTensors([xt, q, s], () => {
+      kx().quantizeQ8(q.byteOffset, s.byteOffset, xt.byteOffset, x.length, gs);
+      return { q: Array.from(q.data as Int16Array), s: Array.from(s.data as Float32Array) };
+    });
+  };
+
+  it('quantizeQ8 equals runq.c quantize() bit for bit: random groups, exact ties, zero and NaN groups', () => {
+    fc.assert(fc.property(fc.constantFrom(...GROUPS), fc.integer({ min: 1, max: 6 }), fc.integer(), (gs, groups, seed) => {
+      const rnd = lcg(seed);
+      const x = arr(gs * groups, rnd, 1 + rnd() * 100).map(Math.fround);
+      // ties: a group whose max is 127 has scale 1, so k + 0.5 lands exactly between codes
+      if (gs >= 2 && rnd() < 0.5) { x[0] = 127; for (let i = 1; i < gs; i++) x[i] = (Math.floor(rnd() * 254) - 127) + 0.5 * (i % 2 ? 1 : -1); x[1] = -126.5; }
+      if (groups > 1 && rnd() < 0.3) x.fill(0, gs, 2 * gs); // a zero group: scale 0, codes 0
+      const got = quantize(x, gs), want = ref.refQuantize(x, gs);
+      expect(got.s).toEqual(want.s.map(Math.fround));
+      expect(got.q).toEqual(want.q.map((v) => v + 0)); // (−0 → 0)
+    }), { seed: 11, numRuns: 150 });
+    const withNaN = Array.from({ length: 16 }, (_, i) => (i === 3 ? NaN : i - 8));
+    expect(quantize(withNaN, 16)).toEqual({ q: ref.refQuantize(withNaN, 16).q.map((v) => v + 0), s: [Math.fround(8 / 127)] });
+  });
+
+  it('matvecQ8 equals runq.c matmul() bit for bit over random shapes, every row tail and every group size', () => {
+    fc.assert(fc.property(fc.constantFrom(...GROUPS), fc.integer({ min: 1, max: 37 }), fc.integer({ min: 1, max: 5 }), fc.integer(), (gs, d, groups, seed) => {
+      const rnd = lcg(seed), n = gs * groups;
+      const wq = Array.from({ length: d * n }, () => Math.floor(rnd() * 255) - 127);
+      const ws = Array.from({ length: (d * n) / gs }, () => Math.fround(rnd() * 0.02));
+      const { q: xq, s: xs } = ref.refQuantize(arr(n, rnd, 3).map(Math.fround), gs);
+      // test-side statement of the scale layout: [n / gs, d], scale (row i, group g) at g·d + i
+      const sT = new Float32Array((d * n) / gs);
+      for (let i = 0; i < d; i++) for (let g = 0; g < groups; g++) sT[g * d + i] = ws[i * groups + g];
+      const W = ek.tensor('int8', [d * n], Int8Array.from(wq)), S = ek.tensor('float32', [sT.length], sT);
+      const Xq = ek.tensor('int16', [n], Int16Array.from(xq)), Xs = f32(xs), out = ek.tensor('float32', [d + 4], new Float32Array(d + 4).fill(7));
+      withTensors([W, S, Xq, Xs, out], () => {
+        kx().matvecQ8(out.byteOffset, W.byteOffset, S.byteOffset, Xq.byteOffset, Xs.byteOffset, d, n, gs);
+        const got = Array.from(out.data as Float32Array);
+        expect(got.slice(0, d)).toEqual(ref.refMatmulQ8(wq, ws, xq, xs, d, n, gs));
+        expect(got.slice(d)).toEqual([7, 7, 7, 7]); // nothing written past out[d − 1]
+      });
+    }), { seed: 12, numRuns: 120 });
+  });
+});
+
 describe(`elementwise kernels (${build})`, () => {
   useBuild(build);
   const lengths = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 64, 100, 259];
@@ -210,6 +257,74 @@ describe('llama2.c checkpoint loader', () => {
     const bad = bytes.slice();
     new DataView(bad.buffer).setInt32(12, 5, true); // n_heads 5 does not divide dim 24
     expect(() => pkg.parseCheckpoint(bad)).toThrow(/multiple of n_heads/);
+  });
+});
+
+describe('llama2.c version-2 (Q8_0) checkpoints', () => {
+  const cfg: ref.RefConfig = { dim: 32, hidden: 48, layers: 2, heads: 4, kvHeads: 2, vocab: 64, seqLen: 48, shared: false };
+  const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
+
+  it('quantizeCheckpoint writes what export.py --version 2 writes (independent test-side writer), group size backed off to divide dim', () => {
+    for (const [shared, dim, hidden, gs, want] of [[false, 32, 64, 64, 32], [true, 32, 48, 8, 8], [true, 24, 40, 64, 8]] as const) {
+      const c = { ...cfg, shared, dim, hidden };
+      const { bytes, weights } = ref.makeCheckpoint(c, 3);
+      const q8 = pkg.quantizeCheckpoint(bytes, { groupSize: gs });
+      expect(pkg.isQ8Checkpoint(q8)).toBe(true);
+      expect(Array.from(q8)).toEqual(Array.from(ref.makeQ8Checkpoint(c, weights, want).bytes));
+      const { config, layout } = pkg.parseQ8Checkpoint(q8);
+      expect(config).toEqual(toPkg(c));
+      expect(layout.groupSize).toBe(want);
+      expect(layout.total).toBe(q8.byteLength);
+    }
+  });
+
+  it('rejects bad headers and short files with a KernelError', () => {
+    const { bytes } = ref.makeCheckpoint(cfg, 3);
+    const q8 = pkg.quantizeCheckpoint(bytes, { groupSize: 16 });
+    const bad = (edit: (dv: DataView) => void, re: RegExp, len = q8.length) => {
+      const b = q8.slice(0, len);
+      edit(new DataView(b.buffer));
+      expect(() => pkg.parseQ8Checkpoint(b)).toThrow(re);
+      expect(() => pkg.parseQ8Checkpoint(b)).toThrow(pkg.KernelError);
+    };
+    bad((dv) => dv.setInt32(4, 3, true), /unsupported version 3/);
+    bad((dv) => dv.setInt32(37, 0, true), /group_size 0/);
+    bad((dv) => dv.setInt32(37, 64, true), /group_size 64 does not divide dim 32/);
+    bad((dv) => dv.setInt32(37, 32, true), /does not divide dim 32 and hidden_dim 48/);
+    bad((dv) => dv.setUint8(36, 2), /shared_classifier byte 2/);
+    bad((dv) => dv.setInt32(28, -64, true), /vocab_size must be positive/);
+    bad(() => {}, /expected at least \d+ bytes/, q8.length - 1);
+    bad(() => {}, /header bytes/, 100);
+    expect(() => pkg.quantizeCheckpoint(bytes, { groupSize: 0 })).toThrow(pkg.KernelError);
+    // dim 32 keeps group size 32, which does not divide hidden_dim 48: runq.c would drop a partial group
+    expect(() => pkg.quantizeCheckpoint(bytes, { groupSize: 32 })).toThrow(/group size 32 does not divide hidden_dim 48/);
+  });
+
+  it("a Q8_0 model's logits follow runq.c's forward pass (float64 reference over dequantized weights and inputs) for 24 steps; also in the scalar build", async () => {
+    const odd: Partial<ref.RefConfig> = { dim: 24, hidden: 40, heads: 4, kvHeads: 2, vocab: 37 };
+    for (const [shared, over, gs] of [[false, {}, 16], [true, { hidden: 64 }, 32], [true, odd, 8], [false, odd, 64]] as const) {
+      const c = { ...cfg, ...over, shared };
+      const { bytes, weights } = ref.makeCheckpoint(c, 5);
+      const q8 = pkg.quantizeCheckpoint(bytes, { groupSize: gs });
+      const { deq } = ref.makeQ8Checkpoint(c, weights, pkg.parseQ8Checkpoint(q8).layout.groupSize);
+      const simd = instances.simd ??= await init({ build: 'simd' });
+      const scalar = instances.scalar ??= await init({ build: 'scalar' });
+      const a = new pkg.Llama(simd, q8), b = new pkg.Llama(scalar, bytes, { quantize: 'q8', groupSize: gs });
+      const r = new ref.RefLlama(c, deq, pkg.parseQ8Checkpoint(q8).layout.groupSize);
+      try {
+        expect(a.groupSize).toBe(b.groupSize);
+        let tok = 1;
+        for (let s = 0; s < 24; s++) {
+          const got = Array.from(a.forward(tok));
+          const want = r.forward(tok);
+          close(got, want, 1e-3, 1e-3, `Q8 logits step ${s} (gs ${gs})`);
+          close(Array.from(b.forward(tok)), want, 1e-3, 1e-3, `Q8 logits step ${s} (gs ${gs}, scalar build)`);
+          tok = ref.argmax(want);
+        }
+      } finally {
+        a.dispose(); b.dispose();
+      }
+    }
   });
 });
 

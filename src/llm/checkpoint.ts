@@ -108,3 +108,142 @@ export function writeCheckpoint(c: LlamaConfig, weights: Float32Array): Uint8Arr
   for (let i = 0; i < weights.length; i++) dv.setFloat32(HEADER_BYTES + i * 4, weights[i], true);
   return out;
 }
+
+// ---- version 2: Q8_0 (llama2.c's export.py --version 2, read by its runq.c) -------------
+//
+//   header, 256 bytes: uint32 magic 0x616b3432 ("ak42"), int32 version 2, the 7 int32 of the
+//     config (vocab_size positive), uint8 shared_classifier, int32 group_size, zero padding;
+//   float32: rms_att_weight [layers, dim], rms_ffn_weight [layers, dim], rms_final_weight [dim];
+//   then each quantized matrix as its int8 codes followed by its float32 group scales
+//   (numel / group_size of them), in this order: token_embedding [vocab, dim]; wq, wk, wv, wo
+//   (each per layer); w1, w2, w3 (each per layer); wcls [vocab, dim] only when unshared.
+//   Group g of a matrix covers its elements g·GS … g·GS + GS − 1 in row-major order.
+
+export const Q8_MAGIC = 0x616b3432;
+export const Q8_HEADER_BYTES = 256;
+
+/** One quantized matrix W[rows, cols] of a version-2 checkpoint: byte offsets into the file. */
+export interface Q8Matrix {
+  rows: number;
+  cols: number;
+  /** rows·cols int8 codes. */
+  q: number;
+  /** rows·cols / groupSize float32 scales. */
+  s: number;
+}
+
+export interface Q8Layout {
+  groupSize: number;
+  /** Byte offsets of the float32 norm weights. */
+  rmsAtt: number;
+  rmsFfn: number;
+  rmsFinal: number;
+  tokenEmbedding: Q8Matrix;
+  wq: Q8Matrix[]; wk: Q8Matrix[]; wv: Q8Matrix[]; wo: Q8Matrix[];
+  w1: Q8Matrix[]; w2: Q8Matrix[]; w3: Q8Matrix[];
+  wcls: Q8Matrix;
+  /** Bytes the file needs. */
+  total: number;
+}
+
+/** Whether the bytes start like a version-2 (Q8_0) checkpoint. */
+export function isQ8Checkpoint(bytes: Uint8Array): boolean {
+  return bytes.byteLength >= 8 && new DataView(bytes.buffer, bytes.byteOffset, 8).getUint32(0, true) === Q8_MAGIC;
+}
+
+export function q8Layout(c: LlamaConfig, groupSize: number): Q8Layout {
+  const hs = c.dim / c.nHeads, kvDim = c.nKvHeads * hs, L = c.nLayers;
+  let p = Q8_HEADER_BYTES;
+  const f32 = (n: number) => { const at = p; p += n * 4; return at; };
+  const mat = (rows: number, cols: number): Q8Matrix => {
+    const q = p; p += rows * cols;
+    const s = p; p += (rows * cols / groupSize) * 4;
+    return { rows, cols, q, s };
+  };
+  const mats = (rows: number, cols: number) => Array.from({ length: L }, () => mat(rows, cols));
+  const rmsAtt = f32(L * c.dim), rmsFfn = f32(L * c.dim), rmsFinal = f32(c.dim);
+  const tokenEmbedding = mat(c.vocabSize, c.dim);
+  const wq = mats(c.dim, c.dim), wk = mats(kvDim, c.dim), wv = mats(kvDim, c.dim), wo = mats(c.dim, c.dim);
+  const w1 = mats(c.hiddenDim, c.dim), w2 = mats(c.dim, c.hiddenDim), w3 = mats(c.hiddenDim, c.dim);
+  const wcls = c.sharedClassifier ? tokenEmbedding : mat(c.vocabSize, c.dim);
+  return { groupSize, rmsAtt, rmsFfn, rmsFinal, tokenEmbedding, wq, wk, wv, wo, w1, w2, w3, wcls, total: p };
+}
+
+/** Header + layout of a version-2 checkpoint, checking the header and that the file holds every weight. */
+export function parseQ8Checkpoint(bytes: Uint8Array): { config: LlamaConfig; layout: Q8Layout } {
+  if (bytes.byteLength < Q8_HEADER_BYTES) fail(`version 2: expected at least ${Q8_HEADER_BYTES} header bytes, got ${bytes.byteLength}`);
+  const dv = new DataView(bytes.buffer, bytes.byteOffset, Q8_HEADER_BYTES);
+  if (dv.getUint32(0, true) !== Q8_MAGIC) fail(`version 2: bad magic 0x${dv.getUint32(0, true).toString(16)} (expected 0x616b3432, "ak42")`);
+  const version = dv.getInt32(4, true);
+  if (version !== 2) fail(`unsupported version ${version} (this loader reads version 0 and version 2 files)`);
+  const base = readConfig(bytes.subarray(8, 8 + HEADER_BYTES));
+  if (!base.sharedClassifier) fail('version 2 header: vocab_size must be positive');
+  const shared = dv.getUint8(8 + HEADER_BYTES);
+  if (shared > 1) fail(`version 2 header: shared_classifier byte ${shared} (expected 0 or 1)`);
+  const config: LlamaConfig = { ...base, sharedClassifier: shared === 1 };
+  const gs = dv.getInt32(8 + HEADER_BYTES + 1, true);
+  if (!(gs >= 1 && gs <= 1024)) fail(`version 2 header: group_size ${gs} (expected 1 … 1024)`);
+  // runq.c's quantize() and matmul() drop a partial last group without a word; refuse instead
+  if (config.dim % gs !== 0 || config.hiddenDim % gs !== 0) fail(`version 2 header: group_size ${gs} does not divide dim ${config.dim} and hidden_dim ${config.hiddenDim}`);
+  const layout = q8Layout(config, gs);
+  if (bytes.byteLength < layout.total) fail(`version 2: expected at least ${layout.total} bytes for ${JSON.stringify(config)} with group_size ${gs}, got ${bytes.byteLength}`);
+  return { config, layout };
+}
+
+/**
+ * export.py's quantize_q80 in float32: per group wmax = max |w|, scale = wmax / 127,
+ * q = round(w / scale) with torch.round's ties to even (a group of zeros gives scale 0, codes 0).
+ */
+export function quantizeQ80(w: Float32Array, groupSize: number, q: Int8Array, s: Float32Array): void {
+  const f = Math.fround;
+  for (let g = 0; g * groupSize < w.length; g++) {
+    let wmax = 0;
+    for (let i = g * groupSize; i < (g + 1) * groupSize; i++) wmax = Math.max(wmax, Math.abs(w[i]));
+    const scale = f(wmax / 127);
+    s[g] = scale;
+    for (let i = g * groupSize; i < (g + 1) * groupSize; i++) {
+      const v = f(w[i] / scale);
+      let r = Math.round(v); // ties toward +∞; make them even
+      if (r - v === 0.5 && r % 2 !== 0) r -= 1;
+      q[i] = Number.isNaN(v) ? 0 : r;
+    }
+  }
+}
+
+/**
+ * A version-0 checkpoint (float32) as a version-2 one, as llama2.c's export.py --version 2
+ * writes it: group size `groupSize` (default 64) halved until it divides dim, every matrix
+ * quantized by quantizeQ80, the norms kept in float32.
+ */
+export function quantizeCheckpoint(checkpoint: Uint8Array, opts: { groupSize?: number } = {}): Uint8Array {
+  const { config: c, layout: L } = parseCheckpoint(checkpoint);
+  let gs = opts.groupSize ?? 64;
+  if (!Number.isInteger(gs) || gs < 1 || gs > 1024) throw new KernelError('INVALID_ARGUMENT', `quantizeCheckpoint groupSize: expected an integer in [1, 1024], got ${gs}`);
+  while (c.dim % gs !== 0) gs >>= 1;
+  if (c.hiddenDim % gs !== 0) fail(`group size ${gs} does not divide hidden_dim ${c.hiddenDim}`);
+  const Q = q8Layout(c, gs);
+  const out = new Uint8Array(Q.total);
+  const dv = new DataView(out.buffer);
+  dv.setUint32(0, Q8_MAGIC, true);
+  dv.setInt32(4, 2, true);
+  [c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen].forEach((v, i) => dv.setInt32(8 + i * 4, v, true));
+  out[36] = c.sharedClassifier ? 1 : 0;
+  dv.setInt32(37, gs, true);
+  const src = new Float32Array(checkpoint.slice(HEADER_BYTES, HEADER_BYTES + L.total * 4).buffer);
+  const copy = (at: number, from: number, n: number) => new Float32Array(out.buffer, at, n).set(src.subarray(from, from + n));
+  copy(Q.rmsAtt, L.rmsAtt, c.nLayers * c.dim);
+  copy(Q.rmsFfn, L.rmsFfn, c.nLayers * c.dim);
+  copy(Q.rmsFinal, L.rmsFinal, c.dim);
+  const put = (m: Q8Matrix, from: number) => {
+    const n = m.rows * m.cols;
+    const s = new Float32Array(n / gs);
+    quantizeQ80(src.subarray(from, from + n), gs, new Int8Array(out.buffer, m.q, n), s);
+    out.set(new Uint8Array(s.buffer), m.s); // m.s is 4-byte aligned only when groupSize is
+  };
+  put(Q.tokenEmbedding, L.tokenEmbedding);
+  const per = (ms: Q8Matrix[], from: number) => ms.forEach((m, l) => put(m, from + l * m.rows * m.cols));
+  per(Q.wq, L.wq); per(Q.wk, L.wk); per(Q.wv, L.wv); per(Q.wo, L.wo);
+  per(Q.w1, L.w1); per(Q.w2, L.w2); per(Q.w3, L.w3);
+  if (!c.sharedClassifier) put(Q.wcls, L.wcls);
+  return out;
+}

@@ -1,5 +1,8 @@
 /** The decode-loop host side: llama2.c checkpoints and tokenizers, sampling, a Llama forward pass on the kernels. */
-export { type LlamaConfig, type WeightLayout, readConfig, weightLayout, parseCheckpoint, writeCheckpoint } from './checkpoint.js';
+export {
+  type LlamaConfig, type WeightLayout, type Q8Layout, type Q8Matrix, readConfig, weightLayout, parseCheckpoint, writeCheckpoint,
+  isQ8Checkpoint, parseQ8Checkpoint, q8Layout, quantizeQ80, quantizeCheckpoint,
+} from './checkpoint.js';
 export { Tokenizer, BOS, EOS } from './tokenizer.js';
 export { Sampler, XorShiftRng, sampleMult, sampleTopp, type SamplerOptions } from './sampler.js';
 export { Llama, ropeTable, type LlamaOptions } from './model.js';

@@ -8,6 +8,10 @@ import type { Kernels } from '../kernels.js';
 export interface LlmKernels {
   /** out[d] = W·x with W[d, n] in the rows16 layout (src/llm/pack.ts). */
   matvecRows16F32(out: number, w: number, x: number, d: number, n: number): void;
+  /** runq.c's quantize(): x [n] → int16 codes at q [n], float32 scales at s [n / gs] (assembly/q8.ts). */
+  quantizeQ8(q: number, s: number, x: number, n: number, gs: number): void;
+  /** runq.c's matmul(): out [d] from int8 W [d, n], scales transposed [n / gs, d], codes q and scales s of x. */
+  matvecQ8(out: number, w: number, sT: number, q: number, s: number, d: number, n: number, gs: number): void;
   rmsnormF32(out: number, x: number, w: number, n: number, eps: number): void;
   ropeF32(vec: number, cs: number, nHeads: number, headSize: number): void;
   swigluF32(h: number, g: number, n: number): void;

@@ -15,7 +15,10 @@ import { KernelError, show } from '../errors.js';
 import type { Kernels } from '../kernels.js';
 import type { KVCache } from '../kvcache.js';
 import { Tensor } from '../tensor.js';
-import { HEADER_BYTES, type LlamaConfig, type WeightLayout, parseCheckpoint } from './checkpoint.js';
+import {
+  HEADER_BYTES, type LlamaConfig, type Q8Layout, type Q8Matrix, type WeightLayout, isQ8Checkpoint, parseCheckpoint, parseQ8Checkpoint,
+  quantizeCheckpoint,
+} from './checkpoint.js';
 import { type LlmKernels, llmKernels } from './kernels.js';
 import { packRows16, unpackRow16 } from './pack.js';
 
@@ -38,7 +41,17 @@ export interface LlamaOptions {
   seqLen?: number;
   /** KV-cache storage dtype: 'float32' (default, llama2.c's arithmetic), 'float16' or 'bfloat16'. */
   cacheDtype?: string;
+  /**
+   * 'q8': quantize a float32 (version 0) checkpoint at load as llama2.c's export.py --version 2
+   * does (Q8_0, groups of `groupSize`, default 64, halved until it divides dim) and run
+   * runq.c's int8 forward pass. A version-2 checkpoint always runs that way.
+   */
+  quantize?: 'q8';
+  groupSize?: number;
 }
+
+/** A Q8_0 matrix in instance memory: int8 codes row-major, scales transposed [cols / GS, rows]. */
+interface Q8Weights { q: number; sT: number; rows: number; cols: number }
 
 export class Llama {
   readonly config: LlamaConfig;
@@ -48,43 +61,46 @@ export class Llama {
   readonly kvDim: number;
   private readonly ek: Kernels;
   private readonly k: LlmKernels;
+  /** Q8_0 weights (runq.c's forward pass), or undefined for float32 (run.c's). */
+  readonly groupSize: number | undefined;
   private weights: Tensor;
+  private q8?: { codes: Tensor; mats: Record<'wq' | 'wk' | 'wv' | 'wo' | 'w1' | 'w2' | 'w3', Q8Weights[]> & { wcls: Q8Weights; emb: Q8Weights }; rmsAtt: number; rmsFfn: number; rmsFinal: number };
   private act: Tensor;
-  private ptr: Record<'x' | 'xb' | 'xb2' | 'hb' | 'hb2' | 'q' | 'kk' | 'vv' | 'att' | 'logits' | 'rope', number>;
+  private ptr: Record<'x' | 'xb' | 'xb2' | 'hb' | 'hb2' | 'q' | 'kk' | 'vv' | 'att' | 'logits' | 'rope' | 'xq' | 'xs', number>;
   private qT: Tensor; private kT: Tensor; private vT: Tensor; private attT: Tensor;
   private rope: Float32Array;
   private scale: number;
 
   /** Loads a llama2.c checkpoint (its bytes) into the instance. */
   constructor(ek: Kernels, checkpoint: Uint8Array, opts: LlamaOptions = {}) {
-    const { config, layout } = parseCheckpoint(checkpoint);
+    if (opts.quantize !== undefined && opts.quantize !== 'q8') throw new KernelError('INVALID_ARGUMENT', `Llama quantize: expected 'q8' or undefined, got ${show(opts.quantize)}`);
+    if (opts.quantize === 'q8' && !isQ8Checkpoint(checkpoint)) checkpoint = quantizeCheckpoint(checkpoint, { groupSize: opts.groupSize });
+    const q8 = isQ8Checkpoint(checkpoint);
+    const parsed = q8 ? parseQ8Checkpoint(checkpoint) : parseCheckpoint(checkpoint);
+    const config = parsed.config;
     this.ek = ek;
     this.k = llmKernels(ek);
     this.config = config;
-    this.layout = layout;
     const c = config;
     const hs = (this.headSize = c.dim / c.nHeads);
     this.kvDim = c.nKvHeads * hs;
     const seqLen = opts.seqLen ?? c.seqLen;
     if (!Number.isInteger(seqLen) || seqLen < 1 || seqLen > c.seqLen) throw new KernelError('INVALID_ARGUMENT', `Llama seqLen: expected an integer in [1, ${c.seqLen}], got ${show(opts.seqLen)}`);
-    this.weights = ek.tensor('float32', [layout.total]);
-    new Uint8Array(ek.memory.buffer, this.weights.byteOffset, layout.total * 4).set(checkpoint.subarray(HEADER_BYTES, HEADER_BYTES + layout.total * 4));
-    {
-      // Repack every matrix in place (through a copy of it): rows16 layout, same offsets.
-      const wf = new Float32Array(ek.memory.buffer, this.weights.byteOffset, layout.total);
-      const pack = (at: number, count: number, d: number, n: number) => {
-        for (let i = 0; i < count; i++) {
-          const o = at + i * d * n;
-          packRows16(wf.slice(o, o + d * n), d, n, wf, 0, o);
-        }
-      };
-      const hid = c.hiddenDim, kv = this.kvDim, L = c.nLayers;
-      pack(layout.wq, L, c.dim, c.dim); pack(layout.wk, L, kv, c.dim); pack(layout.wv, L, kv, c.dim); pack(layout.wo, L, c.dim, c.dim);
-      pack(layout.w1, L, hid, c.dim); pack(layout.w2, L, c.dim, hid); pack(layout.w3, L, hid, c.dim);
-      pack(layout.wcls, 1, c.vocabSize, c.dim);
+    if (q8) {
+      const Q = parsed.layout as Q8Layout;
+      this.groupSize = Q.groupSize;
+      this.layout = undefined as unknown as WeightLayout;
+      const { weights, q8: w8 } = this.loadQ8(checkpoint, Q);
+      this.weights = weights;
+      this.q8 = w8;
+    } else {
+      this.groupSize = undefined;
+      this.layout = parsed.layout as WeightLayout;
+      this.weights = this.loadF32(checkpoint, this.layout);
     }
-    // Activations: 16-byte aligned sub-buffers of one tensor.
-    const sizes = { x: c.dim, xb: c.dim, xb2: c.dim, hb: c.hiddenDim, hb2: c.hiddenDim, q: c.dim, kk: this.kvDim, vv: this.kvDim, att: c.dim, logits: c.vocabSize, rope: 2 * hs };
+    // Activations: 16-byte aligned sub-buffers of one tensor (xq: int16 codes, in floats' room).
+    const maxN = Math.max(c.dim, c.hiddenDim);
+    const sizes = { x: c.dim, xb: c.dim, xb2: c.dim, hb: c.hiddenDim, hb2: c.hiddenDim, q: c.dim, kk: this.kvDim, vv: this.kvDim, att: c.dim, logits: c.vocabSize, rope: 2 * hs, xq: q8 ? maxN / 2 + 1 : 0, xs: q8 ? maxN : 0 };
     let total = 0;
     const off: Record<string, number> = {};
     for (const [name, n] of Object.entries(sizes)) { off[name] = total; total += Math.ceil(n / 4) * 4 + 4; }
@@ -99,6 +115,71 @@ export class Llama {
     this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32', queryHeads: c.nHeads });
     this.rope = new Float32Array(2 * hs);
     this.scale = f(1 / Math.sqrt(hs));
+  }
+
+  /** Version 2: int8 codes copied as they are, scales transposed per matrix, norms as float32. */
+  private loadQ8(checkpoint: Uint8Array, Q: Q8Layout): { weights: Tensor; q8: NonNullable<Llama['q8']> } {
+    const ek = this.ek, c = this.config, gs = Q.groupSize;
+    const all: [string, Q8Matrix][] = [['emb', Q.tokenEmbedding]];
+    for (const name of ['wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3'] as const) Q[name].forEach((m) => all.push([name, m]));
+    if (!c.sharedClassifier) all.push(['wcls', Q.wcls]);
+    let codeBytes = 0, floats = (2 * c.nLayers + 1) * c.dim;
+    for (const [, m] of all) { codeBytes += m.rows * m.cols; floats += (m.rows * m.cols) / gs; }
+    const codes = ek.tensor('int8', [codeBytes]);
+    let weights: Tensor;
+    try {
+      weights = ek.tensor('float32', [floats]);
+    } catch (e) {
+      codes.dispose();
+      throw e;
+    }
+    const mem = ek.memory.buffer, dv = new DataView(checkpoint.buffer, checkpoint.byteOffset, checkpoint.byteLength);
+    const wf = new Float32Array(mem, weights.byteOffset, floats);
+    const u8 = new Uint8Array(mem);
+    let qAt = codes.byteOffset, fAt = 0;
+    const floatsAt = (from: number, n: number) => {
+      const at = weights.byteOffset + fAt * 4;
+      for (let i = 0; i < n; i++) wf[fAt + i] = dv.getFloat32(from + i * 4, true);
+      fAt += n;
+      return at;
+    };
+    const rmsAtt = floatsAt(Q.rmsAtt, c.nLayers * c.dim), rmsFfn = floatsAt(Q.rmsFfn, c.nLayers * c.dim), rmsFinal = floatsAt(Q.rmsFinal, c.dim);
+    const mats = { wq: [], wk: [], wv: [], wo: [], w1: [], w2: [], w3: [] } as unknown as NonNullable<Llama['q8']>['mats'];
+    for (const [name, m] of all) {
+      const n = m.rows * m.cols, groups = m.cols / gs;
+      u8.set(checkpoint.subarray(m.q, m.q + n), qAt);
+      const w: Q8Weights = { q: qAt, sT: weights.byteOffset + fAt * 4, rows: m.rows, cols: m.cols };
+      // file: scale of (row i, group g) at i·groups + g; here at g·rows + i
+      for (let i = 0; i < m.rows; i++) for (let g = 0; g < groups; g++) wf[fAt + g * m.rows + i] = dv.getFloat32(m.s + (i * groups + g) * 4, true);
+      fAt += n / gs;
+      qAt += n;
+      if (name === 'emb') mats.emb = w;
+      else if (name === 'wcls') mats.wcls = w;
+      else (mats[name as 'wq'] as Q8Weights[]).push(w);
+    }
+    if (c.sharedClassifier) mats.wcls = mats.emb;
+    return { weights, q8: { codes, mats, rmsAtt, rmsFfn, rmsFinal } };
+  }
+
+  private loadF32(checkpoint: Uint8Array, layout: WeightLayout): Tensor {
+    const ek = this.ek, c = this.config;
+    const weights = ek.tensor('float32', [layout.total]);
+    new Uint8Array(ek.memory.buffer, weights.byteOffset, layout.total * 4).set(checkpoint.subarray(HEADER_BYTES, HEADER_BYTES + layout.total * 4));
+    {
+      // Repack every matrix in place (through a copy of it): rows16 layout, same offsets.
+      const wf = new Float32Array(ek.memory.buffer, weights.byteOffset, layout.total);
+      const pack = (at: number, count: number, d: number, n: number) => {
+        for (let i = 0; i < count; i++) {
+          const o = at + i * d * n;
+          packRows16(wf.slice(o, o + d * n), d, n, wf, 0, o);
+        }
+      };
+      const hid = c.hiddenDim, kv = this.kvDim, L = c.nLayers;
+      pack(layout.wq, L, c.dim, c.dim); pack(layout.wk, L, kv, c.dim); pack(layout.wv, L, kv, c.dim); pack(layout.wo, L, c.dim, c.dim);
+      pack(layout.w1, L, hid, c.dim); pack(layout.w2, L, c.dim, hid); pack(layout.w3, L, hid, c.dim);
+      pack(layout.wcls, 1, c.vocabSize, c.dim);
+    }
+    return weights;
   }
 
   /** @internal the instance's kernels. */
@@ -136,6 +217,7 @@ export class Llama {
     if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new KernelError('INVALID_ARGUMENT', `Llama.forward token: expected an integer in [0, ${c.vocabSize - 1}], got ${show(token)}`);
     const pos = this.cache.lengths[0];
     if (pos >= this.cache.capacity) throw new KernelError('INVALID_VALUE', `Llama.forward: the sequence holds ${pos} tokens, the cache's capacity`);
+    if (this.q8) return this.forwardQ8(token, pos);
     const dim = c.dim, hid = c.hiddenDim, kvDim = this.kvDim, hs = this.headSize;
     if (c.sharedClassifier) {
       const mf = new Float32Array(this.ek.memory.buffer);
@@ -170,8 +252,55 @@ export class Llama {
     return this.logits;
   }
 
+  /**
+   * runq.c's forward(): every matrix-vector product quantizes its input vector to Q8_0
+   * (quantizeQ8) and runs matvecQ8; the token's embedding row is dequantized (code · scale,
+   * one float32 product each); norms, RoPE, attention, SwiGLU and residuals as run.c.
+   */
+  private forwardQ8(token: number, pos: number): Float32Array {
+    const c = this.config, k = this.k, p = this.ptr, W = this.q8!, M = W.mats, gs = this.groupSize!;
+    const dim = c.dim, hid = c.hiddenDim, hs = this.headSize;
+    {
+      const mem = this.ek.memory.buffer, e = M.emb, codes = new Int8Array(mem, e.q + token * dim, dim);
+      const sT = new Float32Array(mem, e.sT, (e.rows * e.cols) / gs), x = new Float32Array(mem, p.x, dim);
+      for (let g = 0; g < dim / gs; g++) {
+        const s = sT[g * e.rows + token];
+        for (let i = g * gs; i < (g + 1) * gs; i++) x[i] = f(codes[i] * s);
+      }
+    }
+    ropeTable(pos, hs, this.rope);
+    new Float32Array(this.ek.memory.buffer, p.rope, 2 * hs).set(this.rope);
+    const quantize = (x: number, n: number) => k.quantizeQ8(p.xq, p.xs, x, n, gs);
+    const mv = (out: number, m: Q8Weights) => k.matvecQ8(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, gs);
+    for (let l = 0; l < c.nLayers; l++) {
+      k.rmsnormF32(p.xb, p.x, W.rmsAtt + l * dim * 4, dim, 1e-5);
+      quantize(p.xb, dim);
+      mv(p.q, M.wq[l]); mv(p.kk, M.wk[l]); mv(p.vv, M.wv[l]);
+      k.ropeF32(p.q, p.rope, c.nHeads, hs);
+      k.ropeF32(p.kk, p.rope, c.nKvHeads, hs);
+      this.cache.append(l, this.kT, this.vT);
+      this.cache.attend(l, this.qT, { out: this.attT, scale: this.scale });
+      quantize(p.att, dim);
+      mv(p.xb2, M.wo[l]);
+      k.addF32(p.x, p.x, p.xb2, dim);
+      k.rmsnormF32(p.xb, p.x, W.rmsFfn + l * dim * 4, dim, 1e-5);
+      quantize(p.xb, dim);
+      mv(p.hb, M.w1[l]); mv(p.hb2, M.w3[l]);
+      k.swigluF32(p.hb, p.hb2, hid);
+      quantize(p.hb, hid);
+      mv(p.xb, M.w2[l]);
+      k.addF32(p.x, p.x, p.xb, dim);
+    }
+    this.cache.advance();
+    k.rmsnormF32(p.x, p.x, W.rmsFinal, dim, 1e-5);
+    quantize(p.x, dim);
+    mv(p.logits, M.wcls);
+    return this.logits;
+  }
+
   dispose(): void {
     this.cache.dispose();
+    this.q8?.codes.dispose();
     this.weights.dispose();
     this.act.dispose();
   }

@@ -109,13 +109,109 @@ export function makeCheckpoint(c: RefConfig, seed: number): { bytes: Uint8Array;
   return { bytes, weights: w as RefWeights };
 }
 
-/** float64 llama2.c forward pass with its own KV cache. */
+// ---- Q8_0 (llama2.c's version-2 export and runq.c) -------------------------------------
+
+const fr = Math.fround;
+
+/** runq.c's quantize(): float32 arithmetic, C's round() (half away from zero), NaN → 0. */
+export function refQuantize(x: ArrayLike<number>, gs: number): { q: number[]; s: number[] } {
+  const q: number[] = [], s: number[] = [];
+  for (let g = 0; g < x.length / gs; g++) {
+    let wmax = 0;
+    for (let i = g * gs; i < (g + 1) * gs; i++) if (Math.abs(x[i]) > wmax) wmax = Math.abs(x[i]);
+    const scale = fr(wmax / 127);
+    s.push(scale);
+    for (let i = g * gs; i < (g + 1) * gs; i++) {
+      const v = fr(x[i] / scale);
+      q.push(Number.isNaN(v) ? 0 : Math.sign(v) * Math.floor(Math.abs(v) + 0.5));
+    }
+  }
+  return { q, s };
+}
+
+/** runq.c's matmul() in float32: per row, Σ over groups of ((float) int sum · w scale) · x scale. */
+export function refMatmulQ8(wq: ArrayLike<number>, ws: ArrayLike<number>, xq: ArrayLike<number>, xs: ArrayLike<number>, d: number, n: number, gs: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < d; i++) {
+    let val = 0;
+    for (let j = 0; j < n; j += gs) {
+      let ival = 0;
+      for (let k = 0; k < gs; k++) ival += xq[j + k] * wq[i * n + j + k];
+      val = fr(val + fr(fr(ival * ws[(i * n + j) / gs]) * xs[j / gs]));
+    }
+    out.push(val);
+  }
+  return out;
+}
+
+/** export.py's quantize_q80: float32 w / (wmax / 127) rounded half to even (torch.round). */
+export function refQuantizeQ80(w: ArrayLike<number>, gs: number): { q: Int8Array; s: Float32Array } {
+  const q = new Int8Array(w.length), s = new Float32Array(w.length / gs);
+  for (let g = 0; g < s.length; g++) {
+    let wmax = 0;
+    for (let i = g * gs; i < (g + 1) * gs; i++) wmax = Math.max(wmax, Math.abs(w[i]));
+    s[g] = wmax / 127;
+    for (let i = g * gs; i < (g + 1) * gs; i++) {
+      const v = fr(w[i] / s[g]), lo = Math.floor(v);
+      q[i] = Number.isNaN(v) ? 0 : v - lo > 0.5 || (v - lo === 0.5 && lo % 2 !== 0) ? lo + 1 : lo;
+    }
+  }
+  return { q, s };
+}
+
+/**
+ * The weights as a version-2 (Q8_0) checkpoint, written here from the format's description
+ * (llama2.c export.py version2_export), and the weights runq.c effectively multiplies by:
+ * each matrix dequantized (code · scale, float32).
+ */
+export function makeQ8Checkpoint(c: RefConfig, w: RefWeights, gs: number): { bytes: Uint8Array; deq: RefWeights } {
+  const L = c.layers, hs = c.dim / c.heads, kv = c.kvHeads * hs;
+  const mats: [keyof RefWeights, number][] = [['emb', c.vocab * c.dim]];
+  for (const [name, per] of [['wq', c.dim * c.dim], ['wk', kv * c.dim], ['wv', kv * c.dim], ['wo', c.dim * c.dim], ['w1', c.hidden * c.dim], ['w2', c.dim * c.hidden], ['w3', c.hidden * c.dim]] as const) {
+    for (let l = 0; l < L; l++) mats.push([name, per]);
+  }
+  if (!c.shared) mats.push(['wcls', c.vocab * c.dim]);
+  const chunks: Uint8Array[] = [];
+  const head = new Uint8Array(256), hv = new DataView(head.buffer);
+  hv.setUint32(0, 0x616b3432, true); hv.setInt32(4, 2, true);
+  [c.dim, c.hidden, c.layers, c.heads, c.kvHeads, c.vocab, c.seqLen].forEach((v, i) => hv.setInt32(8 + i * 4, v, true));
+  head[36] = c.shared ? 1 : 0; hv.setInt32(37, gs, true);
+  chunks.push(head);
+  const f32bytes = (a: Float32Array) => new Uint8Array(a.slice().buffer);
+  chunks.push(f32bytes(w.rmsAtt), f32bytes(w.rmsFfn), f32bytes(w.rmsFinal));
+  const deq: Partial<RefWeights> = { rmsAtt: w.rmsAtt, rmsFfn: w.rmsFfn, rmsFinal: w.rmsFinal };
+  const seen: Partial<Record<keyof RefWeights, number>> = {};
+  for (const [name, n] of mats) {
+    const at = seen[name] ?? 0; seen[name] = at + n;
+    const { q, s } = refQuantizeQ80(w[name].subarray(at, at + n), gs);
+    chunks.push(new Uint8Array(q.buffer), f32bytes(s));
+    const dst = (deq[name] ??= new Float32Array(w[name].length));
+    for (let i = 0; i < n; i++) dst[at + i] = fr(q[i] * s[Math.floor(i / gs)]);
+  }
+  if (c.shared) deq.wcls = deq.emb;
+  const bytes = new Uint8Array(chunks.reduce((a, b) => a + b.length, 0));
+  let p = 0;
+  for (const ch of chunks) { bytes.set(ch, p); p += ch.length; }
+  return { bytes, deq: deq as RefWeights };
+}
+
+/**
+ * float64 llama2.c forward pass with its own KV cache. With `quantizeGroup` it is runq.c's
+ * instead: every matrix-vector input goes through refQuantize and back (code · scale) first,
+ * and `w` should hold the dequantized weights (makeQ8Checkpoint's deq).
+ */
 export class RefLlama {
   private kc: number[][][] = []; // [layer][pos] -> kvDim
   private vc: number[][][] = [];
   pos = 0;
-  constructor(readonly c: RefConfig, readonly w: RefWeights) {
+  constructor(readonly c: RefConfig, readonly w: RefWeights, readonly quantizeGroup?: number) {
     for (let l = 0; l < c.layers; l++) { this.kc.push([]); this.vc.push([]); }
+  }
+  private mv(w: ArrayLike<number>, x: ArrayLike<number>, d: number, n: number): number[] {
+    const gs = this.quantizeGroup;
+    if (gs === undefined) return matvec(w, x, d, n);
+    const { q, s } = refQuantize(Array.from(x, fr), gs);
+    return matvec(w, q.map((v, i) => v * s[Math.floor(i / gs)]), d, n);
   }
   forward(token: number): number[] {
     const c = this.c, w = this.w, hs = c.dim / c.heads, kvDim = c.kvHeads * hs, group = c.heads / c.kvHeads;
@@ -123,9 +219,9 @@ export class RefLlama {
     let x = Array.from(sl(w.emb, token * c.dim, c.dim));
     for (let l = 0; l < c.layers; l++) {
       const xb = rmsnorm(x, sl(w.rmsAtt, l * c.dim, c.dim));
-      const q = rope(matvec(sl(w.wq, l * c.dim * c.dim, c.dim * c.dim), xb, c.dim, c.dim), this.pos, c.heads, hs);
-      const k = rope(matvec(sl(w.wk, l * kvDim * c.dim, kvDim * c.dim), xb, kvDim, c.dim), this.pos, c.kvHeads, hs);
-      const v = matvec(sl(w.wv, l * kvDim * c.dim, kvDim * c.dim), xb, kvDim, c.dim);
+      const q = rope(this.mv(sl(w.wq, l * c.dim * c.dim, c.dim * c.dim), xb, c.dim, c.dim), this.pos, c.heads, hs);
+      const k = rope(this.mv(sl(w.wk, l * kvDim * c.dim, kvDim * c.dim), xb, kvDim, c.dim), this.pos, c.kvHeads, hs);
+      const v = this.mv(sl(w.wv, l * kvDim * c.dim, kvDim * c.dim), xb, kvDim, c.dim);
       this.kc[l].push(k);
       this.vc[l].push(v);
       const att: number[] = [];
@@ -135,16 +231,16 @@ export class RefLlama {
         const vals = this.vc[l].map((r) => r.slice(kh * hs, (kh + 1) * hs));
         att.push(...attendRow(q.slice(h * hs, (h + 1) * hs), keys, vals, 1 / Math.sqrt(hs)));
       }
-      const o = matvec(sl(w.wo, l * c.dim * c.dim, c.dim * c.dim), att, c.dim, c.dim);
+      const o = this.mv(sl(w.wo, l * c.dim * c.dim, c.dim * c.dim), att, c.dim, c.dim);
       x = x.map((a, i) => a + o[i]);
       const xb2 = rmsnorm(x, sl(w.rmsFfn, l * c.dim, c.dim));
-      const h1 = matvec(sl(w.w1, l * c.hidden * c.dim, c.hidden * c.dim), xb2, c.hidden, c.dim);
-      const h3 = matvec(sl(w.w3, l * c.hidden * c.dim, c.hidden * c.dim), xb2, c.hidden, c.dim);
-      const f = matvec(sl(w.w2, l * c.dim * c.hidden, c.dim * c.hidden), swiglu(h1, h3), c.dim, c.hidden);
+      const h1 = this.mv(sl(w.w1, l * c.hidden * c.dim, c.hidden * c.dim), xb2, c.hidden, c.dim);
+      const h3 = this.mv(sl(w.w3, l * c.hidden * c.dim, c.hidden * c.dim), xb2, c.hidden, c.dim);
+      const f = this.mv(sl(w.w2, l * c.dim * c.hidden, c.dim * c.hidden), swiglu(h1, h3), c.dim, c.hidden);
       x = x.map((a, i) => a + f[i]);
     }
     this.pos++;
-    return matvec(w.wcls, rmsnorm(x, w.rmsFinal), c.vocab, c.dim);
+    return this.mv(w.wcls, rmsnorm(x, w.rmsFinal), c.vocab, c.dim);
   }
 }
 

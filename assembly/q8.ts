@@ -1,0 +1,138 @@
+// Q8_0 matrix-vector product: llama2.c's int8 forward pass (runq.c), weights and activations
+// quantized to int8 in groups of GS consecutive elements, one float32 scale per group.
+//
+// Arithmetic (runq.c's quantize() and matmul(), reproduced bit for bit):
+//   quantize:  per group g of x:  wmax = max_i |x_i|,  s_g = wmax / 127 (float32 division),
+//              q_i = round(x_i / s_g) with round half away from zero (C's round());
+//              a group of zeros gives s_g = 0 and codes 0 (0/0 is NaN, which C's int8
+//              conversion on x86 turns into 0; here trunc_sat(NaN) = 0).
+//   matvec:    out_i = Σ_g ((float) ival_ig · ws_ig) · xs_g,  summed over g in order, each
+//              product and sum rounded to float32, where ival_ig = Σ_{k in g} Wq_ik · xq_k is
+//              an exact int32 sum (|ival| ≤ GS · 127², GS ≤ 1024 keeps it below 2^24, so
+//              (float) ival is exact too). The order of the integer sum does not matter,
+//              so the SIMD build (i32x4.dot_i16x8_s over 8 codes) and the scalar build give
+//              bit-identical results, and both equal runq.c's.
+//
+// Layout. Weights Wq [d, n] int8, row-major (the checkpoint's own order, used in place).
+// Weight scales transposed, [n / GS, d] float32: the scales of rows i … i+3 for group g are
+// the four consecutive floats at (g·d + i)·4, one v128 load for a tile of 4 rows (the host
+// transposes them once at load). Activations xq [n] as int16 (the int8 codes widened, so the
+// dot product loads them directly) and xs [n / GS] float32.
+//
+// Preconditions (the host guarantees them): n is a multiple of GS, 1 ≤ GS ≤ 1024; xq and xs
+// hold n and n / GS entries; out [d] does not overlap any input; inputs may be read up to 16
+// bytes past their end (arena padding). The SIMD path takes GS a multiple of 8; other group
+// sizes (llama2.c halves GS until it divides dim, down to 1) run the scalar loop.
+
+// @ts-ignore: decorator
+@inline const QMAX: f32 = 127;
+
+/** round(v) half away from zero, as C's round() (exact: v − trunc(v) is exact in float32). */
+@inline function roundAway(v: f32): f32 {
+  const t = trunc(v);
+  return abs(v - t) >= 0.5 ? t + copysign<f32>(1, v) : t;
+}
+
+/**
+ * Quantizes x [n] (float32) in groups of gs: codes as int16 at q [n], scales at s [n / gs].
+ * Exactly runq.c's quantize(). q and s must not overlap x.
+ */
+export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void {
+  const groups = n / gs;
+  for (let g = 0; g < groups; g++) {
+    const x0 = x + (<usize>(g * gs) << 2), q0 = q + (<usize>(g * gs) << 1);
+    let k = 0;
+    let wmax: f32 = 0;
+    if (ASC_FEATURE_SIMD && (gs & 7) == 0) {
+      // pmax(m, v) = m < v ? v : m: a NaN element is skipped, as C's `if (val > wmax)`
+      let m = f32x4.splat(0);
+      for (; k < gs; k += 4) m = f32x4.pmax(m, f32x4.abs(v128.load(x0 + (<usize>k << 2))));
+      m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 2, 3, 0, 1));
+      m = f32x4.pmax(m, v128.shuffle<f32>(m, m, 1, 0, 3, 2));
+      wmax = f32x4.extract_lane(m, 0);
+      const scale = wmax / QMAX, sv = f32x4.splat(scale);
+      store<f32>(s + (<usize>g << 2), scale);
+      const half = f32x4.splat(0.5), one = f32x4.splat(1), sign = i32x4.splat(0x80000000);
+      for (k = 0; k < gs; k += 8) {
+        const a = f32x4.div(v128.load(x0 + (<usize>k << 2)), sv);
+        const b = f32x4.div(v128.load(x0 + (<usize>k << 2), 16), sv);
+        const ta = f32x4.trunc(a), tb = f32x4.trunc(b);
+        // + copysign(1, v) where |v − trunc v| ≥ 0.5 (NaN compares false: trunc_sat gives 0)
+        const ra = f32x4.add(ta, v128.and(f32x4.ge(f32x4.abs(f32x4.sub(a, ta)), half), v128.or(one, v128.and(a, sign))));
+        const rb = f32x4.add(tb, v128.and(f32x4.ge(f32x4.abs(f32x4.sub(b, tb)), half), v128.or(one, v128.and(b, sign))));
+        v128.store(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(ra), i32x4.trunc_sat_f32x4_s(rb)));
+      }
+      continue;
+    }
+    for (; k < gs; k++) {
+      const v = abs(load<f32>(x0 + (<usize>k << 2)));
+      if (v > wmax) wmax = v;
+    }
+    const scale = wmax / QMAX;
+    store<f32>(s + (<usize>g << 2), scale);
+    for (k = 0; k < gs; k++) {
+      const r = roundAway(load<f32>(x0 + (<usize>k << 2)) / scale);
+      // r is an integer in [−127, 127] or NaN (a zero group): NaN → 0
+      store<i16>(q0 + (<usize>k << 1), r == r ? <i16><i32>r : 0);
+    }
+  }
+}
+
+/** Sum of the four lanes of each of a, b, c, d → (Σa, Σb, Σc, Σd), in int32. */
+@inline function hsum4i(a: v128, b: v128, c: v128, d: v128): v128 {
+  const ab = i32x4.add(v128.shuffle<i32>(a, b, 0, 4, 1, 5), v128.shuffle<i32>(a, b, 2, 6, 3, 7));
+  const cd = i32x4.add(v128.shuffle<i32>(c, d, 0, 4, 1, 5), v128.shuffle<i32>(c, d, 2, 6, 3, 7));
+  return i32x4.add(v128.shuffle<i32>(ab, cd, 0, 1, 4, 5), v128.shuffle<i32>(ab, cd, 2, 3, 6, 7));
+}
+
+/**
+ * out[i] = Σ_g ((float) Σ_{k in g} Wq[i, k] · xq[k]) · ws[g, i] · xs[g] for i < d, in runq.c's
+ * order (see the file comment). w: Wq [d, n] int8; sT: weight scales [n / gs, d] f32; xq:
+ * int16 [n]; xs: f32 [n / gs]. Writes exactly out[0 … d−1].
+ */
+export function matvecQ8(out: usize, w: usize, sT: usize, xq: usize, xs: usize, d: i32, n: i32, gs: i32): void {
+  const nn = <usize>n, groups = n / gs, gsb = <usize>gs;
+  let i = 0;
+  if (ASC_FEATURE_SIMD && (gs & 7) == 0) {
+    // Tiles of 4 rows: per group, 4 int32x4 partial sums (one per row) of dot_i16x8_s over
+    // 8 codes at a time, reduced to one int32x4 of the 4 rows' group sums; then the 4 rows'
+    // float32 sums advance together, lane r doing row i + r's runq.c arithmetic.
+    for (; i + 4 <= d; i += 4) {
+      let p = w + <usize>i * nn;
+      let val = f32x4.splat(0);
+      let sp = sT + (<usize>i << 2);
+      const sStep = <usize>d << 2;
+      for (let g = 0; g < groups; g++) {
+        let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
+        const xg = xq + (<usize>(g * gs) << 1), xe = xg + (gsb << 1);
+        for (let x = xg; x < xe; x += 16) {
+          const xv = v128.load(x);
+          a0 = i32x4.add(a0, i32x4.dot_i16x8_s(v128.load8x8_s(p), xv));
+          a1 = i32x4.add(a1, i32x4.dot_i16x8_s(v128.load8x8_s(p + nn), xv));
+          a2 = i32x4.add(a2, i32x4.dot_i16x8_s(v128.load8x8_s(p + 2 * nn), xv));
+          a3 = i32x4.add(a3, i32x4.dot_i16x8_s(v128.load8x8_s(p + 3 * nn), xv));
+          p += 8;
+        }
+        const iv = f32x4.convert_i32x4_s(hsum4i(a0, a1, a2, a3));
+        val = f32x4.add(val, f32x4.mul(f32x4.mul(iv, v128.load(sp)), v128.load32_splat(xs + (<usize>g << 2))));
+        sp += sStep;
+      }
+      v128.store(out + (<usize>i << 2), val);
+    }
+  }
+  // Scalar: every row in the scalar build, the last d mod 4 rows (or every row when GS is not
+  // a multiple of 8) in the SIMD build.
+  for (; i < d; i++) {
+    const row = w + <usize>i * nn;
+    let val: f32 = 0;
+    for (let g = 0; g < groups; g++) {
+      const k0 = <usize>(g * gs);
+      let ival: i32 = 0;
+      for (let k: usize = 0; k < gsb; k++) {
+        ival += <i32>load<i8>(row + k0 + k) * <i32>load<i16>(xq + ((k0 + k) << 1));
+      }
+      val += <f32>ival * load<f32>(sT + ((<usize>g * <usize>d + <usize>i) << 2)) * load<f32>(xs + (<usize>g << 2));
+    }
+    store<f32>(out + (<usize>i << 2), val);
+  }
+}
