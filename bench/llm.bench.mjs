@@ -7,7 +7,7 @@
 // model (llamaStepGraph, built with OnnxGraph, checked against our logits before timing),
 // MatMul with W as an initializer for the classifier, and Attention-23 with
 // past_key/past_value for the cache decode step.
-import { Llama, Sampler, packRows16, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
+import { Llama, Sampler, packRows16, parseQ8Checkpoint, quantizeCheckpoint, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
 import { OnnxGraph } from './onnx.mjs';
 
 const per = (s, k) => ({ median: s.median / k, p10: s.p10 / k, p90: s.p90 / k, runs: s.runs });
@@ -22,6 +22,7 @@ export default async function (h) {
   const models = [
     ['embedded tiny model (dim 64, 2 layers, vocab 259)', tinyModel(1).model],
     ['stories15M-shaped, random weights (dim 288, 6 layers, 6 heads, vocab 32000, seq 256)', storiesBytes],
+    ['stories15M-shaped, random weights as Q8_0 (quantizeCheckpoint: export.py --version 2)', quantizeCheckpoint(storiesBytes)],
   ];
   for (const [name, bytes] of models) {
     const m = new Llama(ek, bytes);
@@ -37,7 +38,8 @@ export default async function (h) {
     const hs = c.dim / c.nHeads, kv = c.nKvHeads * hs;
     const params = c.nLayers * (2 * c.dim * c.dim + 2 * c.dim * kv + 3 * c.dim * c.hiddenDim) + c.vocabSize * c.dim;
     const stats = per(await h.time(gen, { minMs: 1500, maxRuns: 20, minRuns: 3 }), steps);
-    h.emit({ suite: 'llm decode', case: `forward + greedy sample per token, ${name}, positions 0..${steps - 1}`, impl: 'edgekernels', stats, bytes: params * 4, flops: 2 * params, note: `${(1000 / stats.median).toFixed(1)} tokens/s` });
+    const weightBytes = m.groupSize ? params * (1 + 4 / m.groupSize) : params * 4;
+    h.emit({ suite: 'llm decode', case: `forward + greedy sample per token, ${name}, positions 0..${steps - 1}`, impl: 'edgekernels', stats, bytes: weightBytes, flops: 2 * params, note: `${(1000 / stats.median).toFixed(1)} tokens/s` });
     m.dispose();
   }
 
@@ -147,7 +149,7 @@ export default async function (h) {
  * This is the form that matches our step (a cache allocated once at capacity, the new row
  * written at pos, attention over pos + 1 keys), not Attention's past/present concatenation.
  */
-export function llamaStepGraph(c, w, { weightsAs = 'initializers' } = {}) {
+export function llamaStepGraph(c, w, { weightsAs = 'initializers', q8 } = {}) {
   const L = weightLayout(c), hs = c.dim / c.nHeads, kvDim = c.nKvHeads * hs, cap = c.seqLen;
   const g = new OnnxGraph({ weightsAs });
   const slice = (at, n) => w.subarray(at, at + n);
@@ -157,7 +159,34 @@ export function llamaStepGraph(c, w, { weightsAs = 'initializers' } = {}) {
     for (let o = 0; o < out; o++) for (let i = 0; i < inp; i++) t[i * out + o] = w[at + o * inp + i];
     return t;
   };
-  const matmul = (x, name, at, out, inp) => g.node('MatMul', [x, g.weight(name, 'float32', [inp, out], transposed(at, out, inp))]);
+  // q8 = { bytes, layout } of a version-2 checkpoint: every matrix becomes com.microsoft
+  // MatMulNBits (bits 8, block_size = the group size, accuracy_level 4: int8 activations per
+  // block, as runq.c) over the same codes (as uint8 with the default zero point 128) and scales.
+  const q8Index = {};
+  if (q8) {
+    const Q = q8.layout;
+    q8Index[L.tokenEmbedding] = Q.tokenEmbedding;
+    q8Index[L.wcls] = Q.wcls;
+    for (const k of ['wq', 'wk', 'wv', 'wo', 'w1', 'w2', 'w3']) Q[k].forEach((m, l) => { q8Index[L[k] + l * m.rows * m.cols] = m; });
+  }
+  const matmul = (x, name, at, out, inp) => {
+    const m = q8 && q8Index[at];
+    if (!m) return g.node('MatMul', [x, g.weight(name, 'float32', [inp, out], transposed(at, out, inp))]);
+    const gs = q8.layout.groupSize, n = m.rows * m.cols, dv = new DataView(q8.bytes.buffer, q8.bytes.byteOffset);
+    const B = new Uint8Array(n), S = new Float32Array(n / gs);
+    for (let i = 0; i < n; i++) B[i] = (dv.getInt8(m.q + i) + 128) & 255;
+    for (let i = 0; i < S.length; i++) S[i] = dv.getFloat32(m.s + i * 4, true);
+    return g.node('MatMulNBits', [x, g.weight(`${name}_q`, 'uint8', [out, inp / gs, gs], B), g.weight(`${name}_s`, 'float32', [S.length], S)],
+      { K: inp, N: out, bits: 8, block_size: gs, accuracy_level: 4 }, { domain: 'com.microsoft' });
+  };
+  if (q8) {
+    // the embedding rows runq.c uses: code · scale in float32
+    const e = q8.layout.tokenEmbedding, gs = q8.layout.groupSize, dv = new DataView(q8.bytes.buffer, q8.bytes.byteOffset);
+    const t = new Float32Array(e.rows * e.cols);
+    for (let i = 0; i < t.length; i++) t[i] = dv.getInt8(e.q + i) * dv.getFloat32(e.s + Math.floor(i / gs) * 4, true);
+    w = Float32Array.from(w);
+    w.set(t, L.tokenEmbedding);
+  }
   const rmsnorm = (x, name, at) => g.node('RMSNormalization', [x, g.weight(name, 'float32', [c.dim], slice(at, c.dim))], { axis: -1, epsilon: 1e-5 });
   const shape = (name, dims) => g.weight(name, 'int64', [dims.length], BigInt64Array.from(dims.map(BigInt)));
   const heads4 = shape('shape_q', [1, c.nHeads, 1, hs]), kv4 = shape('shape_kv', [1, c.nKvHeads, 1, hs]), flat = shape('shape_flat', [1, c.dim]);
@@ -196,110 +225,125 @@ export function llamaStepGraph(c, w, { weightsAs = 'initializers' } = {}) {
  * One decode step of the stories15M-shaped model (random weights) at a fixed position, ours
  * (Llama.forward: the logits, no sampling) against onnxruntime-web and -node running the
  * per-step graph above (logits and the updated caches, no sampling), interleaved in one run.
- * The graph's logits and cache rows are checked against ours first; a peer whose output does
+ * Twice over: with the float32 weights (run.c's arithmetic), and with the same weights as Q8_0
+ * (quantizeCheckpoint, i.e. llama2.c's export.py --version 2; runq.c's arithmetic), where the
+ * peers run the graph with MatMulNBits over the same int8 codes and scales. All six runners
+ * are timed in the same interleaved rounds; the Q8_0 case lists the float32 runners too, so
+ * its ratios compare the int8 step with every float32 one measured alongside.
+ * The graphs' logits and cache rows are checked against ours first; a peer whose output does
  * not match is not timed.
  */
 export async function decodeStepVsOrt(h, c, weights, checkpoint) {
   const fast = process.env.BENCH_FAST === '1';
   const hs = c.dim / c.nHeads, cap = c.seqLen, token = 1000;
-  const m = new Llama(h.ek, checkpoint);
-  // Fill the cache with real keys and values: positions 0…cap−2 decoded from a token sequence.
-  m.reset();
-  for (let i = 0; i < cap - 1; i++) m.forward((i * 7919 + 1) % c.vocabSize);
-  const pastOf = () => {
-    const f = {};
-    for (let l = 0; l < c.nLayers; l++) {
-      f[`past_key_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: m.cache.keys(l).data.slice() };
-      f[`past_value_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: m.cache.values(l).data.slice() };
-    }
-    return f;
-  };
-  const past = pastOf();
-  const g = llamaStepGraph(c, weights);
-  const model = g.model({ opset: 24 });
+  const q8bytes = quantizeCheckpoint(checkpoint);
+  const q8 = { bytes: q8bytes, layout: parseQ8Checkpoint(q8bytes).layout };
+  const variants = [
+    { key: 'f32', label: 'float32 weights', m: new Llama(h.ek, checkpoint), g: llamaStepGraph(c, weights), tol: 1e-4, rowTol: 1e-4 },
+    // Q8_0: a peer that quantizes the activations differently (or not at all) moves the logits
+    // by up to the activations' rounding error (~1/254 of each group's largest entry per
+    // matrix): the check only guards against a wrong graph
+    { key: 'q8', label: `Q8_0 weights (group ${q8.layout.groupSize})`, m: new Llama(h.ek, q8bytes), g: llamaStepGraph(c, weights, { q8 }), tol: 2e-2, rowTol: 0.1 },
+  ];
   const params = c.nLayers * (2 * c.dim * c.dim + 2 * c.dim * c.nKvHeads * hs + 3 * c.dim * c.hiddenDim) + c.vocabSize * c.dim;
-  const sessions = [];
-  for (const impl of ['web', 'node']) {
-    const peer = h.ort[impl];
-    if (!peer) continue;
-    try {
-      sessions.push({ impl: `ort-${impl}`, s: await peer.session(model), ort: peer.ort });
-    } catch (e) {
-      console.error(`# ort-${impl} per-step graph: ${e.message.split('\n')[0]}`);
+  const groups = params / q8.layout.groupSize;
+  for (const v of variants) {
+    // Fill the cache with real keys and values: positions 0…cap−2 decoded from a token sequence.
+    v.m.reset();
+    for (let i = 0; i < cap - 1; i++) v.m.forward((i * 7919 + 1) % c.vocabSize);
+    v.past = {};
+    for (let l = 0; l < c.nLayers; l++) {
+      v.past[`past_key_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: v.m.cache.keys(l).data.slice() };
+      v.past[`past_value_${l}`] = { dtype: 'float32', shape: [1, c.nKvHeads, cap, hs], data: v.m.cache.values(l).data.slice() };
+    }
+    v.sessions = [];
+    const model = v.g.model({ opset: 24, opsets: v.key === 'q8' ? { 'com.microsoft': 1 } : {} });
+    for (const impl of ['web', 'node']) {
+      const peer = h.ort[impl];
+      if (!peer) continue;
+      try {
+        v.sessions.push({ impl: `ort-${impl}`, s: await peer.session(model), ort: peer.ort });
+      } catch (e) {
+        console.error(`# ort-${impl} per-step graph (${v.label}): ${e.message.split('\n')[0]}`);
+      }
     }
   }
   const warmMs = fast ? 300 : 800, rounds = fast ? 4 : 8, perRound = 3;
   const stats = (xs) => {
-    xs.sort((a, b) => a - b);
+    xs = xs.slice().sort((a, b) => a - b);
     const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
     return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
   };
   for (const pos of [cap - 1, 0]) {
     const mask = { dtype: 'int32', shape: [1, pos], data: new Int32Array(pos).fill(1) };
-    const ours = () => { m.cache.reset(); m.cache.setLengthsFromMask(mask); return m.forward(token); };
     const rope = new Float32Array(2 * hs);
     ropeTable(pos, hs, rope);
-    const feeds = {
-      token: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(token)) },
-      cos: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[2 * i]) },
-      sin: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[hs + 2 * i + 1]) },
-      write_indices: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos)) },
-      nonpad_kv_seqlen: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos + 1)) },
-      ...past,
-    };
-    // Reference: our logits and the cache rows our step writes at pos.
-    const want = ours().slice();
-    const rows = [];
-    for (let l = 0; l < c.nLayers; l++) {
-      for (const t of [m.cache.keys(l), m.cache.values(l)]) {
-        const d = t.data;
-        for (let hh = 0; hh < c.nKvHeads; hh++) rows.push(d.slice((hh * cap + pos) * hs, (hh * cap + pos + 1) * hs));
-      }
-    }
-    const name = `decode step at pos ${pos} (${pos + 1} keys of ${cap}), stories15M-shaped per-step graph (dim 288, 6 layers, 6 heads, vocab 32000, random weights), logits, no sampling`;
-    const impls = [{ impl: 'edgekernels', fn: ours, note: 'Llama.forward(token): the step on the in-place KVCache' }];
-    for (const { impl, s, ort } of sessions) {
-      // onnxruntime-node: the caches are fed and fetched as the same ORT tensors (preallocated
-      // outputs), so it binds the caller's buffers and TensorScatter takes its in-place path
-      // (writes only the new row), as our step does. onnxruntime-web copies inputs into its
-      // wasm heap and outputs out of it; given aliased preallocated outputs it returns caches
-      // without the new row (the check below caught it), so it returns fresh present caches.
-      const inPlace = impl === 'ort-node';
-      const feedT = {};
-      for (const [k, v] of Object.entries(feeds)) feedT[k] = new ort.Tensor(v.dtype, k.startsWith('past_') ? v.data.slice() : v.data, v.shape);
-      const fetches = { logits: null };
-      for (let l = 0; l < c.nLayers; l++) for (const kind of ['key', 'value']) fetches[`present_${kind}_${l}`] = inPlace ? feedT[`past_${kind}_${l}`] : null;
-      const fn = () => s.raw.run(feedT, fetches);
-      const out = await fn();
-      const got = out.logits.data;
-      let maxDiff = 0, maxAbs = 0, argGot = 0, argWant = 0;
-      for (let i = 0; i < want.length; i++) {
-        maxDiff = Math.max(maxDiff, Math.abs(got[i] - want[i]));
-        maxAbs = Math.max(maxAbs, Math.abs(want[i]));
-        if (got[i] > got[argGot]) argGot = i;
-        if (want[i] > want[argWant]) argWant = i;
-      }
-      let rowDiff = 0, r = 0;
+    const runners = [];
+    for (const v of variants) {
+      const m = v.m;
+      const ours = () => { m.cache.reset(); m.cache.setLengthsFromMask(mask); return m.forward(token); };
+      const feeds = {
+        token: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(token)) },
+        cos: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[2 * i]) },
+        sin: { dtype: 'float32', shape: [1, 1, hs / 2], data: Float32Array.from({ length: hs / 2 }, (_, i) => rope[hs + 2 * i + 1]) },
+        write_indices: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos)) },
+        nonpad_kv_seqlen: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(pos + 1)) },
+        ...v.past,
+      };
+      // Reference: our logits and the cache rows our step writes at pos.
+      const want = ours().slice();
+      const rows = [];
       for (let l = 0; l < c.nLayers; l++) {
-        for (const kind of ['key', 'value']) {
-          const d = (inPlace ? fetches : out)[`present_${kind}_${l}`].data;
-          for (let hh = 0; hh < c.nKvHeads; hh++, r++) {
-            for (let i = 0; i < hs; i++) rowDiff = Math.max(rowDiff, Math.abs(d[(hh * cap + pos) * hs + i] - rows[r][i]));
-          }
+        for (const t of [m.cache.keys(l), m.cache.values(l)]) {
+          const d = t.data;
+          for (let hh = 0; hh < c.nKvHeads; hh++) rows.push(d.slice((hh * cap + pos) * hs, (hh * cap + pos + 1) * hs));
         }
       }
-      const ok = maxDiff <= 1e-4 * Math.max(1, maxAbs) && rowDiff <= 1e-4 && argGot === argWant;
-      const check = `check vs ours at pos ${pos}: max |Δlogit| ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(3)}), argmax ${argGot}/${argWant}, max |Δ cache row| ${rowDiff.toExponential(2)}`;
-      console.error(`# ${impl} ${check} ${ok ? 'OK' : 'MISMATCH: not timed'}`);
-      if (ok) impls.push({ impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${g.nodes.length} nodes, weights as initializers, logits + ${inPlace ? `the ${2 * c.nLayers} caches fed and fetched as the same tensors (in place)` : `${2 * c.nLayers} present caches (copies)`}; ${check}` });
+      runners.push({ variant: v.key, impl: 'edgekernels', fn: ours, note: `Llama.forward(token): the step on the in-place KVCache, ${v.label}${v.key === 'q8' ? ' (runq.c arithmetic: quantizeQ8 + matvecQ8)' : ''}` });
+      for (const { impl, s, ort } of v.sessions) {
+        // onnxruntime-node: the caches are fed and fetched as the same ORT tensors (preallocated
+        // outputs), so it binds the caller's buffers and TensorScatter takes its in-place path
+        // (writes only the new row), as our step does. onnxruntime-web copies inputs into its
+        // wasm heap and outputs out of it; given aliased preallocated outputs it returns caches
+        // without the new row (the check below caught it), so it returns fresh present caches.
+        const inPlace = impl === 'ort-node';
+        const feedT = {};
+        for (const [k, x] of Object.entries(feeds)) feedT[k] = new ort.Tensor(x.dtype, k.startsWith('past_') ? x.data.slice() : x.data, x.shape);
+        const fetches = { logits: null };
+        for (let l = 0; l < c.nLayers; l++) for (const kind of ['key', 'value']) fetches[`present_${kind}_${l}`] = inPlace ? feedT[`past_${kind}_${l}`] : null;
+        const fn = () => s.raw.run(feedT, fetches);
+        const out = await fn();
+        const got = out.logits.data;
+        let maxDiff = 0, maxAbs = 0, argGot = 0, argWant = 0;
+        for (let i = 0; i < want.length; i++) {
+          maxDiff = Math.max(maxDiff, Math.abs(got[i] - want[i]));
+          maxAbs = Math.max(maxAbs, Math.abs(want[i]));
+          if (got[i] > got[argGot]) argGot = i;
+          if (want[i] > want[argWant]) argWant = i;
+        }
+        let rowDiff = 0, r = 0;
+        for (let l = 0; l < c.nLayers; l++) {
+          for (const kind of ['key', 'value']) {
+            const d = (inPlace ? fetches : out)[`present_${kind}_${l}`].data;
+            for (let hh = 0; hh < c.nKvHeads; hh++, r++) {
+              for (let i = 0; i < hs; i++) rowDiff = Math.max(rowDiff, Math.abs(d[(hh * cap + pos) * hs + i] - rows[r][i]));
+            }
+          }
+        }
+        const ok = maxDiff <= v.tol * Math.max(1, maxAbs) && rowDiff <= v.rowTol && (v.key === 'q8' || argGot === argWant);
+        const check = `check vs ours at pos ${pos}: max |Δlogit| ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(3)}), argmax ${argGot}/${argWant}, max |Δ cache row| ${rowDiff.toExponential(2)}`;
+        console.error(`# ${impl} ${v.label} ${check} ${ok ? 'OK' : 'MISMATCH: not timed'}`);
+        const what = v.key === 'q8' ? `MatMulNBits (bits 8, block ${q8.layout.groupSize}, accuracy_level 4) for every matrix` : 'weights as initializers';
+        if (ok) runners.push({ variant: v.key, impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${v.g.nodes.length} nodes, ${what}, logits + ${inPlace ? `the ${2 * c.nLayers} caches fed and fetched as the same tensors (in place)` : `${2 * c.nLayers} present caches (copies)`}; ${check}` });
+      }
     }
-    for (const im of impls) {
+    for (const im of runners) {
       const t0 = performance.now();
       while (performance.now() - t0 < warmMs) await im.fn();
       im.samples = [];
     }
     for (let r = 0; r < rounds; r++) {
-      for (const im of impls) {
+      for (const im of runners) {
         for (let k = 0; k < perRound; k++) {
           const t0 = performance.now();
           await im.fn();
@@ -307,7 +351,16 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
         }
       }
     }
-    for (const im of impls) h.emit({ suite: 'llm decode', case: name, impl: im.impl, stats: stats(im.samples), bytes: params * 4, flops: 2 * params, note: im.note });
+    const where = `decode step at pos ${pos} (${pos + 1} keys of ${cap}), stories15M-shaped per-step graph (dim 288, 6 layers, 6 heads, vocab 32000, random weights), logits, no sampling`;
+    for (const v of variants) {
+      const name = v.key === 'f32' ? where : `${where}, ${v.label}`;
+      const bytes = v.key === 'f32' ? params * 4 : params + groups * 4;
+      for (const im of runners) {
+        if (v.key === 'f32' && im.variant !== 'f32') continue;
+        const impl = im.variant === v.key ? im.impl : `${im.impl} (float32 weights)`;
+        h.emit({ suite: 'llm decode', case: name, impl, stats: stats(im.samples), bytes: im.variant === 'f32' ? params * 4 : bytes, flops: 2 * params, note: im.note });
+      }
+    }
   }
-  m.dispose();
+  for (const v of variants) v.m.dispose();
 }

@@ -1,4 +1,4 @@
-// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9 --cache float32|float16|bfloat16]
+// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9 --cache float32|float16|bfloat16 --quantize q8]
 //
 // Text generation with a Llama-style model in llama2.c's checkpoint format, driven by the
 // package's kernels: matrix-vector products, RMSNorm, RoPE, SwiGLU, softmax/argmax and a
@@ -7,18 +7,22 @@
 // Without --model it runs the embedded tiny model, generated deterministically with RANDOM
 // weights and a byte-level tokenizer: its text is noise. With --model / --tokenizer it loads
 // a real llama2.c checkpoint (e.g. stories15M.bin + tokenizer.bin); at --temperature 0 the
-// text is llama2.c's `run` output for the same prompt and step count.
+// text is llama2.c's `run` output for the same prompt and step count. A version-2 (Q8_0)
+// checkpoint (llama2.c's export.py --version 2, read by its runq.c) runs runq.c's int8 forward
+// pass; --quantize q8 converts a float32 checkpoint that way at load (about 4x fewer weight
+// bytes per token, 2-2.5x the tokens/s on a stories15M-sized model; the logits move by the
+// quantization error, so the text is runq.c's, not run.c's).
 import { readFileSync } from 'node:fs';
 import { init, Llama, Sampler, Tokenizer, generate, tinyModel } from '../dist/index.js';
 
 function parseArgs(argv) {
-  const opts = { steps: 256, temperature: 1.0, topp: 0.9, prompt: '', seed: undefined, model: undefined, tokenizer: undefined, cache: 'float32' };
+  const opts = { steps: 256, temperature: 1.0, topp: 0.9, prompt: '', seed: undefined, model: undefined, tokenizer: undefined, cache: 'float32', quantize: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const m = /^--([a-z]+)(?:=(.*))?$/.exec(a);
     if (!m || !(m[1] in opts)) {
       if (a === '--help' || a === '-h') { console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n')[0].slice(3)); process.exit(0); }
-      console.error(`demo: unknown argument ${a} (flags: --model --tokenizer --prompt --steps --temperature --topp --seed --cache)`);
+      console.error(`demo: unknown argument ${a} (flags: --model --tokenizer --prompt --steps --temperature --topp --seed --cache --quantize)`);
       process.exit(2);
     }
     const v = m[2] ?? argv[++i];
@@ -30,6 +34,7 @@ function parseArgs(argv) {
     if (!Number.isFinite(opts[k])) { console.error(`demo: --${k} expects a number`); process.exit(2); }
   }
   if (opts.seed !== undefined) opts.seed = BigInt(opts.seed);
+  if (opts.quantize !== undefined && opts.quantize !== 'q8') { console.error('demo: --quantize expects q8'); process.exit(2); }
   return opts;
 }
 
@@ -47,7 +52,7 @@ if (o.model) {
 }
 
 const ek = await init();
-const model = new Llama(ek, modelBytes, { cacheDtype: o.cache });
+const model = new Llama(ek, modelBytes, { cacheDtype: o.cache, quantize: o.quantize });
 const c = model.config;
 const tokenizer = Tokenizer.parse(tokBytes, c.vocabSize);
 // run.c: seed <= 0 means time(NULL).
@@ -56,6 +61,7 @@ const sampler = new Sampler(c.vocabSize, { temperature: o.temperature, topp: o.t
 
 console.error(`model: ${label}`);
 console.error(`  dim ${c.dim}, hidden ${c.hiddenDim}, layers ${c.nLayers}, heads ${c.nHeads}/${c.nKvHeads} kv, vocab ${c.vocabSize}, seq_len ${c.seqLen}; build ${ek.stats().build}`);
+if (model.groupSize) console.error(`  weights: Q8_0 (int8, groups of ${model.groupSize}, runq.c's arithmetic)${o.quantize ? ', quantized at load' : ''}`);
 console.error(`  temperature ${o.temperature}, topp ${o.topp}, seed ${seed}, steps ${o.steps}`);
 
 const cacheOffset = model.cache.byteOffset;

@@ -264,8 +264,8 @@ describe('llama2.c version-2 (Q8_0) checkpoints', () => {
   const cfg: ref.RefConfig = { dim: 32, hidden: 48, layers: 2, heads: 4, kvHeads: 2, vocab: 64, seqLen: 48, shared: false };
   const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
 
-  it('quantizeCheckpoint writes what export.py --version 2 writes (independent test-side writer), group size backed off to divide dim', () => {
-    for (const [shared, dim, hidden, gs, want] of [[false, 32, 64, 64, 32], [true, 32, 48, 8, 8], [true, 24, 40, 64, 8]] as const) {
+  it('quantizeCheckpoint writes what export.py --version 2 writes (independent test-side writer), group size halved until it divides dim and hidden_dim', () => {
+    for (const [shared, dim, hidden, gs, want] of [[false, 32, 64, 64, 32], [true, 32, 48, 8, 8], [true, 24, 40, 64, 8], [true, 32, 44, 64, 4]] as const) {
       const c = { ...cfg, shared, dim, hidden };
       const { bytes, weights } = ref.makeCheckpoint(c, 3);
       const q8 = pkg.quantizeCheckpoint(bytes, { groupSize: gs });
@@ -296,8 +296,9 @@ describe('llama2.c version-2 (Q8_0) checkpoints', () => {
     bad(() => {}, /expected at least \d+ bytes/, q8.length - 1);
     bad(() => {}, /header bytes/, 100);
     expect(() => pkg.quantizeCheckpoint(bytes, { groupSize: 0 })).toThrow(pkg.KernelError);
-    // dim 32 keeps group size 32, which does not divide hidden_dim 48: runq.c would drop a partial group
-    expect(() => pkg.quantizeCheckpoint(bytes, { groupSize: 32 })).toThrow(/group size 32 does not divide hidden_dim 48/);
+    // dim 32 would keep group size 32, which does not divide hidden_dim 48 (runq.c would drop a
+    // partial group): the group size is halved until it divides both
+    expect(pkg.parseQ8Checkpoint(pkg.quantizeCheckpoint(bytes, { groupSize: 32 })).layout.groupSize).toBe(16);
   });
 
   it("a Q8_0 model's logits follow runq.c's forward pass (float64 reference over dequantized weights and inputs) for 24 steps; also in the scalar build", async () => {
@@ -525,5 +526,12 @@ describe('npm run demo (examples/demo.mjs)', () => {
     // a fixed seed reproduces the text; a bad flag is an error
     expect(run(['--steps', '24', '--seed', '3', '--prompt', 'ab']).stdout).toBe(a.stdout);
     expect(run(['--stepz', '3']).status).toBe(2);
+    // --quantize q8: the same model as Q8_0 (runq.c's forward pass)
+    const q = run(['--steps', '24', '--seed', '3', '--prompt', 'ab', '--quantize', 'q8']);
+    expect(q.status, q.stderr).toBe(0);
+    expect(q.stdout.startsWith('ab')).toBe(true);
+    expect(q.stderr).toMatch(/weights: Q8_0 \(int8, groups of 16, runq\.c's arithmetic\), quantized at load/);
+    expect(q.stderr).toMatch(/cache check: OK/);
+    expect(run(['--quantize', 'q4']).status).toBe(2);
   });
 });

@@ -212,15 +212,18 @@ export function quantizeQ80(w: Float32Array, groupSize: number, q: Int8Array, s:
 
 /**
  * A version-0 checkpoint (float32) as a version-2 one, as llama2.c's export.py --version 2
- * writes it: group size `groupSize` (default 64) halved until it divides dim, every matrix
+ * writes it: group size `groupSize` (default 64) halved until it divides dim and hidden_dim
+ * (export.py checks dim only; see below), every matrix
  * quantized by quantizeQ80, the norms kept in float32.
  */
 export function quantizeCheckpoint(checkpoint: Uint8Array, opts: { groupSize?: number } = {}): Uint8Array {
   const { config: c, layout: L } = parseCheckpoint(checkpoint);
   let gs = opts.groupSize ?? 64;
   if (!Number.isInteger(gs) || gs < 1 || gs > 1024) throw new KernelError('INVALID_ARGUMENT', `quantizeCheckpoint groupSize: expected an integer in [1, 1024], got ${gs}`);
-  while (c.dim % gs !== 0) gs >>= 1;
-  if (c.hiddenDim % gs !== 0) fail(`group size ${gs} does not divide hidden_dim ${c.hiddenDim}`);
+  // export.py halves the group size until it divides dim only; a hidden_dim it does not divide
+  // (stories260K: dim 64, hidden_dim 172) gives a file whose w2 groups straddle rows and whose
+  // last partial group runq.c silently drops. Halve until it divides both.
+  while (c.dim % gs !== 0 || c.hiddenDim % gs !== 0) gs >>= 1;
   const Q = q8Layout(c, gs);
   const out = new Uint8Array(Q.total);
   const dv = new DataView(out.buffer);
