@@ -2,10 +2,12 @@
 // stories15M-shaped model with random weights), one decode step of the KV cache
 // (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096) per cache dtype
 // and attend kernel (TRT_Attention through ek.run, or the builtin attendF32/F16/BF16), and the
-// classifier matrix-vector product. Peers in the same run: onnxruntime (web: wasm, 1
-// thread; node: 1 intra-op thread) running the whole per-step graph of the stories15M-shaped
-// model (llamaStepGraph, built with OnnxGraph, checked against our logits before timing),
-// MatMul with W as an initializer for the classifier, and Attention-23 with
+// classifier matrix-vector product — each model and the classifier also with Q8_0 weights
+// (llama2.c's int8 format, runq.c's arithmetic). Peers in the same run: onnxruntime (web:
+// wasm, 1 thread; node: 1 intra-op thread) running the whole per-step graph of the
+// stories15M-shaped model (llamaStepGraph, built with OnnxGraph, checked against our logits
+// before timing; for Q8_0 with com.microsoft MatMulNBits over the same codes), MatMul with W
+// as an initializer (MatMulNBits for Q8_0) for the classifier, and Attention-23 with
 // past_key/past_value for the cache decode step.
 import { Llama, Sampler, packRows16, parseQ8Checkpoint, quantizeCheckpoint, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
 import { OnnxGraph } from './onnx.mjs';
@@ -73,6 +75,44 @@ export default async function (h) {
       }
     }
     W.dispose(); x.dispose(); y.dispose();
+  }
+
+  // ---- the same classifier as Q8_0: quantizeQ8 + matvecQ8 ------------------------------
+  {
+    const d = 32000, n = 288, gs = 32, groups = n / gs;
+    const codes = new Int8Array(d * n).map((_, i) => Math.round(127 * Math.sin(i)));
+    const scales = new Float32Array(d * groups).map((_, i) => 0.01 + 0.001 * Math.cos(i));
+    const sT = new Float32Array(d * groups);
+    for (let i = 0; i < d; i++) for (let g = 0; g < groups; g++) sT[g * d + i] = scales[i * groups + g]; // [groups, d]
+    const W = ek.tensor('int8', [d * n], codes), S = ek.tensor('float32', [sT.length], sT);
+    const x = ek.tensor('float32', [n], new Float32Array(n).map((_, i) => Math.cos(i)));
+    const xq = ek.tensor('int16', [n]), xs = ek.tensor('float32', [groups]), y = ek.tensor('float32', [d]);
+    const name = 'matvec W[32000,288]·x Q8_0, group 32 (stories15M classifier as runq.c: quantize x, int8 products)';
+    const bytes = d * n + d * groups * 4, K = 10;
+    const ours = () => {
+      for (let k = 0; k < K; k++) {
+        ek.exports.quantizeQ8(xq.byteOffset, xs.byteOffset, x.byteOffset, n, gs);
+        ek.exports.matvecQ8(y.byteOffset, W.byteOffset, S.byteOffset, xq.byteOffset, xs.byteOffset, d, n, gs);
+      }
+    };
+    h.emit({ suite: 'llm kernels', case: name, impl: 'edgekernels', stats: per(await h.time(ours, { minMs: 400 }), K), bytes, flops: 2 * d * n });
+    const g = new OnnxGraph();
+    g.input('x', 'float32', [1, n]);
+    g.output('y', 'float32', [1, d]);
+    g.node('MatMulNBits', ['x', g.weight('b', 'uint8', [d, groups, gs], codes.map((c) => c + 128)), g.weight('s', 'float32', [scales.length], scales)],
+      { K: n, N: d, bits: 8, block_size: gs, accuracy_level: 4 }, { outputs: ['y'], domain: 'com.microsoft' });
+    const model = g.model({ opset: 21, opsets: { 'com.microsoft': 1 } });
+    for (const impl of ['web', 'node']) {
+      const peer = h.ort[impl];
+      if (!peer) continue;
+      try {
+        const run = (await peer.session(model)).prepare({ x: { dtype: 'float32', shape: [1, n], data: x.data.slice() } });
+        h.emit({ suite: 'llm kernels', case: name, impl: `ort-${impl}`, stats: await h.time(run, { minMs: 400, maxRuns: 100 }), bytes, flops: 2 * d * n, note: 'com.microsoft MatMulNBits, bits 8, block 32, accuracy_level 4, same codes (+128, default zero point) and scales' });
+      } catch (e) {
+        console.error(`# ort-${impl} MatMulNBits: ${e.message.split('\n')[0]}`);
+      }
+    }
+    for (const t of [W, S, x, xq, xs, y]) t.dispose();
   }
 
   // ---- decode step of the cache: append 1 token + attend, one layer -----------------
