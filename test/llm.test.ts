@@ -261,6 +261,7 @@ describe('llama2.c checkpoint loader', () => {
 });
 
 describe('llama2.c version-2 (Q8_0) checkpoints', () => {
+  useBuild('simd');
   const cfg: ref.RefConfig = { dim: 32, hidden: 48, layers: 2, heads: 4, kvHeads: 2, vocab: 64, seqLen: 48, shared: false };
   const toPkg = (c: ref.RefConfig) => ({ dim: c.dim, hiddenDim: c.hidden, nLayers: c.layers, nHeads: c.heads, nKvHeads: c.kvHeads, vocabSize: c.vocab, seqLen: c.seqLen, sharedClassifier: c.shared });
 
@@ -296,6 +297,11 @@ describe('llama2.c version-2 (Q8_0) checkpoints', () => {
     bad(() => {}, /expected at least \d+ bytes/, q8.length - 1);
     bad(() => {}, /header bytes/, 100);
     expect(() => pkg.quantizeCheckpoint(bytes, { groupSize: 0 })).toThrow(pkg.KernelError);
+    // Llama: a bad quantize option or a short version-2 file is refused before anything is allocated
+    const before = ek.stats();
+    expect(() => new pkg.Llama(ek, bytes, { quantize: 'q4' as 'q8' })).toThrow(/quantize: expected 'q8'/);
+    expect(() => new pkg.Llama(ek, q8.slice(0, q8.length - 5))).toThrow(pkg.KernelError);
+    expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
     // dim 32 would keep group size 32, which does not divide hidden_dim 48 (runq.c would drop a
     // partial group): the group size is halved until it divides both
     expect(pkg.parseQ8Checkpoint(pkg.quantizeCheckpoint(bytes, { groupSize: 32 })).layout.groupSize).toBe(16);
