@@ -37,17 +37,18 @@ async function main() {
   const seed = seedArg > 0n ? seedArg : BigInt(Math.floor(Date.now() / 1000));
   const prompt = opt('prompt', '');
   const cacheDtype = opt('cache', 'float32');
+  const quantize = opt('weights', 'float32') === 'q8' ? 'q8' : undefined;
   const build = opt('build', undefined);
 
   status.textContent = `fetching ${modelUrl.pathname} and ${tokUrl.pathname}…`;
   const [modelBytes, tokBytes, ek] = await Promise.all([fetchBytes('model', modelUrl), fetchBytes('tokenizer', tokUrl), init(build ? { build } : {})]);
-  const model = new Llama(ek, modelBytes, { cacheDtype });
+  const model = new Llama(ek, modelBytes, { cacheDtype, quantize });
   const c = model.config;
   const tokenizer = Tokenizer.parse(tokBytes, c.vocabSize);
   const sampler = new Sampler(c.vocabSize, { temperature, topp, seed });
   $('model').textContent = `${modelUrl.href} (${modelBytes.length.toLocaleString('en')} bytes), ${tokUrl.href} (${tokBytes.length.toLocaleString('en')} bytes)`;
   $('model').dataset.url = modelUrl.href;
-  $('config').textContent = `dim ${c.dim}, hidden ${c.hiddenDim}, layers ${c.nLayers}, heads ${c.nHeads}/${c.nKvHeads} kv, vocab ${c.vocabSize}, seq_len ${c.seqLen}; build ${ek.stats().build}; temperature ${temperature}, topp ${topp}, seed ${seed}, steps ${steps}`;
+  $('config').textContent = `dim ${c.dim}, hidden ${c.hiddenDim}, layers ${c.nLayers}, heads ${c.nHeads}/${c.nKvHeads} kv, vocab ${c.vocabSize}, seq_len ${c.seqLen}; build ${ek.stats().build}; weights ${model.groupSize ? `Q8_0 (groups of ${model.groupSize})` : 'float32'}; temperature ${temperature}, topp ${topp}, seed ${seed}, steps ${steps}`;
   status.textContent = 'generating…';
   await new Promise((r) => setTimeout(r, 0)); // let the page paint before the (synchronous) loop
 

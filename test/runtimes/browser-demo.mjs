@@ -11,10 +11,10 @@ import { startDemoServer } from '../../examples/browser/serve.mjs';
 import { countDiffering, decodePng, distinctColours } from './png.mjs';
 
 /** What `npm run demo` computes for these settings, via the node entry. */
-async function nodeDemo(pkg, modelBytes, tokBytes, { prompt, steps, temperature, topp = 0.9, seed, cache = 'float32' }) {
-  const ek = await pkg.init();
+async function nodeDemo(pkg, modelBytes, tokBytes, { prompt, steps, temperature, topp = 0.9, seed, cache = 'float32', weights }) {
+  const ek = await pkg.init({ build: 'simd' });
   try {
-    const model = new pkg.Llama(ek, modelBytes, { cacheDtype: cache });
+    const model = new pkg.Llama(ek, modelBytes, { cacheDtype: cache, quantize: weights === 'q8' ? 'q8' : undefined });
     const tokenizer = pkg.Tokenizer.parse(tokBytes, model.config.vocabSize);
     const sampler = new pkg.Sampler(model.config.vocabSize, { temperature, topp, seed: BigInt(seed) });
     const res = pkg.generate(model, tokenizer, sampler, { prompt, steps });
@@ -57,6 +57,7 @@ export async function checkBrowserDemo({ browser, record, dist }) {
         kv: $('kv').textContent,
         checkOk: $('check').dataset.ok,
         check: $('check').textContent,
+        config: $('config').textContent,
       };
     });
   };
@@ -111,6 +112,18 @@ export async function checkBrowserDemo({ browser, record, dist }) {
       `page: ${got2.statusText} ${JSON.stringify(got2.text)} ${got2.modelUrl}; node: ${JSON.stringify(want2.text)}; console: ${consoleLines.join(' | ').slice(-1000)}`,
     );
     offline('(?model=)');
+
+    // 3b. Q8_0 weights (quantized at load), simd build on both sides: the int8 activations make
+    // the logits sensitive to last-bit differences, which the relaxed build's fused
+    // multiply-adds would introduce
+    const settings3 = { prompt: 'Once upon a time', steps: 48, temperature: 0, seed: 3, weights: 'q8', build: 'simd' };
+    const want3 = await nodeDemo(pkg, tiny.model, tiny.tokenizer, settings3);
+    const got3q = await open(settings3);
+    record(
+      'browser demo: ?weights=q8 (Q8_0, runq.c arithmetic, greedy) gives the Node result',
+      got3q.status === 'done' && JSON.stringify(got3q.tokens) === JSON.stringify(want3.tokens) && got3q.text === want3.text && got3q.checkOk === 'true' && /weights Q8_0 \(groups of 16\)/.test(got3q.config ?? ''),
+      `page: ${got3q.statusText} ${JSON.stringify(got3q.text)} config "${got3q.config}"; node: ${JSON.stringify(want3.text)}`,
+    );
 
     // 4. a model URL that does not exist: the page says so
     const got3 = await open({ model: '/models/missing.bin' });
