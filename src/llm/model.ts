@@ -55,7 +55,10 @@ interface Q8Weights { q: number; sT: number; rows: number; cols: number }
 
 export class Llama {
   readonly config: LlamaConfig;
-  readonly layout: WeightLayout;
+  /** Where each float32 weight array sits (version-0 checkpoints); undefined for Q8_0 weights (see `q8Layout`). */
+  readonly layout: WeightLayout | undefined;
+  /** The version-2 file's layout for Q8_0 weights; undefined for float32 ones. */
+  readonly q8Layout: Q8Layout | undefined;
   readonly cache: KVCache;
   readonly headSize: number;
   readonly kvDim: number;
@@ -89,14 +92,17 @@ export class Llama {
     if (q8) {
       const Q = parsed.layout as Q8Layout;
       this.groupSize = Q.groupSize;
-      this.layout = undefined as unknown as WeightLayout;
+      this.layout = undefined;
+      this.q8Layout = Q;
       const { weights, q8: w8 } = this.loadQ8(checkpoint, Q);
       this.weights = weights;
       this.q8 = w8;
     } else {
       this.groupSize = undefined;
-      this.layout = parsed.layout as WeightLayout;
-      this.weights = this.loadF32(checkpoint, this.layout);
+      const layout = parsed.layout as WeightLayout;
+      this.layout = layout;
+      this.q8Layout = undefined;
+      this.weights = this.loadF32(checkpoint, layout);
     }
     // Activations: 16-byte aligned sub-buffers of one tensor (xq: int16 codes, in floats' room).
     const maxN = Math.max(c.dim, c.hiddenDim);
@@ -213,7 +219,7 @@ export class Llama {
 
   /** Runs token `token` at the next position; returns the logits view. */
   forward(token: number): Float32Array {
-    const c = this.config, k = this.k, p = this.ptr, w = this.weights.byteOffset * 1, L = this.layout;
+    const c = this.config, k = this.k, p = this.ptr, w = this.weights.byteOffset * 1, L = this.layout!;
     if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new KernelError('INVALID_ARGUMENT', `Llama.forward token: expected an integer in [0, ${c.vocabSize - 1}], got ${show(token)}`);
     const pos = this.cache.lengths[0];
     if (pos >= this.cache.capacity) throw new KernelError('INVALID_VALUE', `Llama.forward: the sequence holds ${pos} tokens, the cache's capacity`);
