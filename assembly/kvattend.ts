@@ -5,8 +5,9 @@
 // with each of the G query heads of its group. In float32 that is a multiply and an add
 // per 4 products; i32x4.dot_i16x8_s does 8 products (and their pairwise sums) in one
 // instruction. So the cache rows are widened to int16 — int8 K rows in the load itself
-// (v128.load8x8_s), int8 V rows and fp8 rows once per block into scratch, shared by the G
-// heads — and the query rows and the softmax weights are put on a 16-bit grid:
+// (v128.load8x8_s), int8 V rows zipped into byte pairs once per block and widened in P·V's
+// loads, fp8 rows converted once per block into scratch, shared by the G heads — and the
+// query rows and the softmax weights are put on a 16-bit grid:
 //
 //   scores:  s_gj = scale · q_g · k_j = kScale_j · qs_g · Σ_d Q_gd K_jd
 //            K_jd = the int8 code (int8 cache) or round(32 · e4m3(byte)) (fp8 cache);
@@ -107,14 +108,6 @@ export function attendQ8ScratchBytes(G: i32, D: i32): usize {
     i8x16.shuffle(ylo, yhi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31));
 }
 
-/** Words a0 b0 a1 b1 a2 b2 a3 b3 (low halves of a and b interleaved). */
-@inline function zipLo(a: v128, b: v128): v128 {
-  return i8x16.shuffle(a, b, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23);
-}
-@inline function zipHi(a: v128, b: v128): v128 {
-  return i8x16.shuffle(a, b, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31);
-}
-
 /** nb fp8 cache rows (D bytes each, consecutive) → int16 rows of Dp at dst. c0f: 16 bytes of 0x0f (read into a register once). */
 export function widenK(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, c0f: usize): void {
   const rs = <usize>Dp << 1, m0f = v128.load(c0f);
@@ -152,20 +145,21 @@ export function widenV(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: u
   }
 }
 
-/** nb int8 cache rows → interleaved int16 pairs, as widenV (an odd last row pairs with zeros). */
-function widenV8(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize): void {
-  const ps = <usize>Dp << 2;
+/**
+ * nb int8 cache rows → pairs (2t, 2t+1) interleaved byte by byte (an odd last row pairs with
+ * zeros), Dp·2 bytes per pair: P·V widens them in its own loads (v128.load8x8_s gives the
+ * int16 pairs of 4 columns), so this pass only zips, half the work and scratch of widening here.
+ */
+function zipV8(dst: usize, src: usize, nb: i32, D: i32, Dp: i32, zero: usize): void {
+  const ps = <usize>Dp << 1;
   for (let j = 0; j < nb; j += 2) {
     const r0 = src + <usize>j * <usize>D, r1 = j + 1 < nb ? r0 + <usize>D : zero;
     const d0 = dst + <usize>(j >> 1) * ps;
-    // 16 codes of each row per step (Dp is a multiple of 16): half the loop overhead of
-    // 8-code steps, which V8 spends on address arithmetic and the loop test
     for (let d = 0; d < Dp; d += 16) {
-      const a = v128.load8x8_s(r0 + d), b = v128.load8x8_s(r1 + d);
-      const a2 = v128.load8x8_s(r0 + d, 8), b2 = v128.load8x8_s(r1 + d, 8);
-      const o = d0 + (<usize>d << 2);
-      v128.store(o, zipLo(a, b)); v128.store(o, zipHi(a, b), 16);
-      v128.store(o, zipLo(a2, b2), 32); v128.store(o, zipHi(a2, b2), 48);
+      const a = v128.load(r0 + d), b = v128.load(r1 + d);
+      const o = d0 + (<usize>d << 1);
+      v128.store(o, i8x16.shuffle(a, b, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+      v128.store(o, i8x16.shuffle(a, b, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), 16);
     }
   }
 }
@@ -241,13 +235,22 @@ function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
 /**
  * acc[h][d] += ws_h · Σ_t dot(V pair t, W pair t of head h) for the group's nh (4 or 1)
  * heads; accumulators at acc (rows of Dp f32), pair weights at wp (16 bytes per pair: one
- * i32 = two int16 per lane/head), ws the 4 lanes' grid steps; vc: the block's V rows widened
- * into interleaved pairs (v_2t[d], v_2t+1[d]) by widenV / widenV8, Dp·4 bytes per pair.
+ * i32 = two int16 per lane/head), ws the 4 lanes' grid steps; vc: the block's V rows as
+ * interleaved pairs (v_2t[d], v_2t+1[d]): int16 from widenV (E = i16, Dp·4 bytes per pair) or
+ * bytes from zipV8 (E = i8, Dp·2 bytes per pair, widened by v128.load8x8_s here: the same
+ * number of loads, half the widening pass — int8 step 0.97× the time, same process).
  * (Reading int8 rows in place here, zipping the pairs in registers, measured 4–5% slower:
  * the extra live vectors make V8 spill an accumulator every step.)
  */
-function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
-  const ps = <usize>Dp << 2, ar = <usize>Dp << 2;
+// @ts-ignore: decorator
+@inline function ldV<E>(p: usize, half: usize): v128 {
+  // E = i16: pairs stored as int16; E = i8: as bytes, widened in the load
+  return sizeof<E>() == 1 ? v128.load8x8_s(p + (half << 3)) : v128.load(p + (half << 4));
+}
+
+function pvGroup<E>(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D8: i32, nh: i32): void {
+  const es = <usize>sizeof<E>();
+  const ps = <usize>Dp * es << 1, ar = <usize>Dp << 2;
   const wEnd = wp + (<usize>((nb + 1) >> 1) << 4); // one 16-byte weight record per key pair
   if (nh == 4) {
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0)), ws1 = f32x4.splat(f32x4.extract_lane(ws, 1));
@@ -255,9 +258,9 @@ function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D
     for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0), x1 = i32x4.splat(0), y1 = i32x4.splat(0);
       let x2 = i32x4.splat(0), y2 = i32x4.splat(0), x3 = i32x4.splat(0), y3 = i32x4.splat(0);
-      let vp = vc + (d << 2);
+      let vp = vc + (d * es << 1);
       for (let w = wp; w < wEnd; w += 16) {
-        const lo = v128.load(vp), hi = v128.load(vp, 16);
+        const lo = ldV<E>(vp, 0), hi = ldV<E>(vp, 1);
         const w0 = v128.load32_splat(w), w1 = v128.load32_splat(w, 4), w2 = v128.load32_splat(w, 8), w3 = v128.load32_splat(w, 12);
         x0 = i32x4.add(x0, i32x4.dot_i16x8_s(lo, w0)); y0 = i32x4.add(y0, i32x4.dot_i16x8_s(hi, w0));
         x1 = i32x4.add(x1, i32x4.dot_i16x8_s(lo, w1)); y1 = i32x4.add(y1, i32x4.dot_i16x8_s(hi, w1));
@@ -279,11 +282,11 @@ function pvGroup(acc: usize, vc: usize, nb: i32, wp: usize, ws: v128, Dp: i32, D
     const ws0 = f32x4.splat(f32x4.extract_lane(ws, 0));
     for (let d: usize = 0; d < <usize>D8; d += 8) {
       let x0 = i32x4.splat(0), y0 = i32x4.splat(0);
-      let vp = vc + (d << 2);
+      let vp = vc + (d * es << 1);
       for (let w = wp; w < wEnd; w += 16) {
         const w0 = v128.load32_splat(w);
-        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(v128.load(vp), w0));
-        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(v128.load(vp, 16), w0));
+        x0 = i32x4.add(x0, i32x4.dot_i16x8_s(ldV<E>(vp, 0), w0));
+        y0 = i32x4.add(y0, i32x4.dot_i16x8_s(ldV<E>(vp, 1), w0));
         vp += ps;
       }
       const o = acc + (d << 2);
@@ -429,11 +432,12 @@ export function attendQ8(
           }
         }
         if (fp8) widenV(sV, vRow, nb, D, Dp, sZero, c0f);
-        else widenV8(sV, vRow, nb, D, Dp, sZero);
+        else zipV8(sV, vRow, nb, D, Dp, sZero);
         for (let gi = 0; gi < NG; gi++) {
           const acc = sAcc + (<usize>gi * 4 * <usize>Dp << 2);
           const ws = v128.load(sWs + (<usize>gi << 4)), wp = sW + <usize>gi * (KB / 2) * 16;
-          pvGroup(acc, sV, nb, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
+          if (fp8) pvGroup<i16>(acc, sV, nb, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
+          else pvGroup<i8>(acc, sV, nb, wp, ws, Dp, D8, gi < G4 ? 4 : 1);
         }
         i += nb;
       }
