@@ -9,6 +9,12 @@
  * size, each matrix read as one sequential stream per 16 output rows. With a shared
  * classifier that matrix is the token-embedding table, so a token's embedding row is
  * gathered from the packed table (unpackRow16); an unshared embedding table stays row-major.
+ *
+ * A version-2 checkpoint (Q8_0, llama2.c's export.py --version 2) — or any checkpoint with
+ * `quantize: 'q8'` — runs runq.c's forward pass instead (forwardQ8): the int8 codes are kept
+ * row-major as in the file, each matrix's group scales transposed to [cols / GS, rows] for
+ * matvecQ8's 4-row tiles (assembly/q8.ts), and every matrix-vector input is quantized by
+ * quantizeQ8 first.
  */
 import { dtypeInfo } from '../dtypes.js';
 import { KernelError, show } from '../errors.js';
