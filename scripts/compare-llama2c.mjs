@@ -16,6 +16,8 @@
 //
 // Build llama2.c yourself (`make run` in a llama2.c checkout, i.e. gcc -O3 run.c -lm; -Ofast /
 // `make runfast` reassociates float sums and may flip near-ties), and `npm run build` here first.
+// A version-2 (Q8_0) checkpoint goes with llama2.c's `runq` (gcc -O3 runq.c -lm): the demo runs
+// it as runq.c does (see the README on how far that text is guaranteed).
 // An empty prompt is run without -i (run.c versions differ on `-i ""`). Exit code: 0 when every
 // case is identical, 1 otherwise, 2 on bad arguments.
 import { spawnSync } from 'node:child_process';
