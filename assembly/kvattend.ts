@@ -23,8 +23,9 @@
 // put on the grid 1/32 of the scaled row (whose largest element is 448): every element of
 // magnitude ≥ 1/4 (exponent ≥ 5) is exact, smaller ones round to the nearest 1/32, an error
 // of at most 2^−6 against the row's 448 (3.5e−5 relative). The int32 sums cannot overflow:
-// QM and WQ are chosen so that D/4 · QM · KMAX (one lane of a row's dot product; the
-// lanes are summed in float32) and KB · WQ · KMAX stay below 2^31.
+// QM and WQ are chosen so that Dp · QM · KMAX (a row's whole dot product: int8 sums its
+// lanes in int32) or, for fp8, Dp/4 · QM · KMAX (one lane; fp8 sums the lanes in float32),
+// and KB · WQ · KMAX stay below 2^31.
 //
 // fp8 → int16 (value × 32) per 16 bytes, branch-free, two table lookups per byte:
 // byte = s e3 e2 e1 | e0 m2 m1 m0 (high nibble hn, low nibble ln). For a normal code
@@ -46,7 +47,7 @@
 // `scratch` holds attendQ8ScratchBytes(G, D) bytes (16-byte aligned). Cache rows may be
 // read up to 15 bytes past their end (arena padding).
 
-import { MAGIC, expNegV, hsum4 } from './simd';
+import { MAGIC, expNegV, hsum4, hsum4i } from './simd';
 
 // @ts-ignore: decorator
 @inline const KB = 32; // keys per block
@@ -198,9 +199,16 @@ function scores4<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
       a30 = i32x4.add(a30, i32x4.dot_i16x8_s(y3, x0)); a31 = i32x4.add(a31, i32x4.dot_i16x8_s(y3, x1));
     }
     const c = sc + (<usize>j << 4);
-    // lanes → float before the horizontal sums (the int32 total of a row could overflow)
-    v128.store(c, f32x4.mul(hsum4(cvt(a00), cvt(a10), cvt(a20), cvt(a30)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2)))));
-    if (j + 1 < nb) v128.store(c, f32x4.mul(hsum4(cvt(a01), cvt(a11), cvt(a21), cvt(a31)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2), 4))), 16);
+    if (sizeof<E>() == 1) {
+      // int8 K: QM keeps a row's whole int32 total below 2^31 (see attendQ8), so the
+      // horizontal sums stay in int32 and one conversion per key follows
+      v128.store(c, f32x4.mul(cvt(hsum4i(a00, a10, a20, a30)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2)))));
+      if (j + 1 < nb) v128.store(c, f32x4.mul(cvt(hsum4i(a01, a11, a21, a31)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2), 4))), 16);
+    } else {
+      // lanes → float before the horizontal sums (fp8's int32 total of a row could overflow)
+      v128.store(c, f32x4.mul(hsum4(cvt(a00), cvt(a10), cvt(a20), cvt(a30)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2)))));
+      if (j + 1 < nb) v128.store(c, f32x4.mul(hsum4(cvt(a01), cvt(a11), cvt(a21), cvt(a31)), f32x4.mul(qs, v128.load32_splat(ks + (<usize>j << 2), 4))), 16);
+    }
   }
 }
 
@@ -221,8 +229,9 @@ function scores1<E>(qi: usize, kc: usize, rs: usize, nb: i32, Dp: i32, sc: usize
       a3 = i32x4.add(a3, i32x4.dot_i16x8_s(y, ldK<E>(kp3, 0)));
       kp0 += kStep; kp1 += kStep; kp2 += kStep; kp3 += kStep;
     }
-    // lanes → float before the horizontal sum (the int32 total of a row could overflow)
-    const s = f32x4.mul(f32x4.mul(hsum4(cvt(a0), cvt(a1), cvt(a2), cvt(a3)), qs),
+    // int8: sums in int32 (see scores4); fp8: lanes → float first (its row total could overflow)
+    const h = sizeof<E>() == 1 ? cvt(hsum4i(a0, a1, a2, a3)) : hsum4(cvt(a0), cvt(a1), cvt(a2), cvt(a3));
+    const s = f32x4.mul(f32x4.mul(h, qs),
       v128.load(ks + (<usize>j << 2))); // reads up to 3 scales past the block: arena padding
     // each key's score into all four lanes of its row (via the row itself: lane t of s → row j + t)
     v128.store(sc + (<usize>j << 4), s);
@@ -320,7 +329,10 @@ export function attendQ8(
   const Dp = roundUp(max(D, 1), 16), D8 = roundUp(D, 8);
   const dd = <usize>D, nn = <usize>N;
   const kmax = fp8 ? KMAX_F8 : KMAX_I8;
-  const QM = <f32>min(32767, 2147483647 / ((Dp >> 2) * kmax));
+  // fp8: one lane's int32 sum (Dp/4 products) stays below 2^31; int8: the row's whole sum
+  // (Dp products, summed in int32 by scores4 / scores1) does — QM is 32767 either way up to
+  // D = 512 for int8
+  const QM = <f32>min(32767, 2147483647 / ((fp8 ? Dp >> 2 : Dp) * kmax));
   const WQ = <f32>min(32767, 2147483647 / (KB * kmax));
   const gridK: f32 = fp8 ? <f32>1 / 32 : 1;
   // scratch

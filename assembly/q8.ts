@@ -24,6 +24,8 @@
 // bytes past their end (arena padding). The SIMD path takes GS a multiple of 8; other group
 // sizes (llama2.c halves GS until it divides dim, down to 1) run the scalar loop.
 
+import { hsum4i } from './simd';
+
 // @ts-ignore: decorator
 @inline const QMAX: f32 = 127;
 
@@ -76,13 +78,6 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
       store<i16>(q0 + (<usize>k << 1), r == r ? <i16><i32>r : 0);
     }
   }
-}
-
-/** Sum of the four lanes of each of a, b, c, d → (Σa, Σb, Σc, Σd), in int32. */
-@inline function hsum4i(a: v128, b: v128, c: v128, d: v128): v128 {
-  const ab = i32x4.add(v128.shuffle<i32>(a, b, 0, 4, 1, 5), v128.shuffle<i32>(a, b, 2, 6, 3, 7));
-  const cd = i32x4.add(v128.shuffle<i32>(c, d, 0, 4, 1, 5), v128.shuffle<i32>(c, d, 2, 6, 3, 7));
-  return i32x4.add(v128.shuffle<i32>(ab, cd, 0, 1, 4, 5), v128.shuffle<i32>(ab, cd, 2, 3, 6, 7));
 }
 
 /**

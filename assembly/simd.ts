@@ -130,6 +130,14 @@
   return f32x4.add(v128.shuffle<f32>(ab, cd, 0, 1, 4, 5), v128.shuffle<f32>(ab, cd, 2, 3, 6, 7));
 }
 
+/** [Σa, Σb, Σc, Σd] of int32 lanes (wrapping: the caller keeps each total below 2^31). */
+// @ts-ignore: decorator
+@inline export function hsum4i(a: v128, b: v128, c: v128, d: v128): v128 {
+  const ab = i32x4.add(v128.shuffle<i32>(a, b, 0, 4, 1, 5), v128.shuffle<i32>(a, b, 2, 6, 3, 7));
+  const cd = i32x4.add(v128.shuffle<i32>(c, d, 0, 4, 1, 5), v128.shuffle<i32>(c, d, 2, 6, 3, 7));
+  return i32x4.add(v128.shuffle<i32>(ab, cd, 0, 1, 4, 5), v128.shuffle<i32>(ab, cd, 2, 3, 6, 7));
+}
+
 // ---- float16 / bfloat16 widening -------------------------------------------------
 // float16 → float32: put the 15 magnitude bits at bit 13 (exponent field lands in the
 // float32 exponent field, mantissa at the top of the float32 mantissa), then multiply by

@@ -378,6 +378,36 @@ describe('int8 / float8e4m3fn decode kernel (the SIMD build works on a 16-bit in
       }), { seed: 29, numRuns: Number(process.env.KV_RUNS) || 25 });
     });
   }
+
+  it('int8: the integer score sums cannot overflow at the grid extremes (D = 1024, every code ±127, every query code ±QM)', () => {
+    // int8 sums a row's whole dot product in int32: its query grid QM must shrink for large D
+    // (1024 · 32767 · 127 would wrap); here every product is the largest the grid allows
+    const D = 1024, Hkv = 1, G = 4, Hq = Hkv * G, scale = 1 / Math.sqrt(D), rows = [1, -1, 0.5, -0.25];
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, dtype: 'int8', capacity: 8 });
+    const r = new RefCache(1, 0);
+    const rnd = lcg(5);
+    try {
+      let out: Tensor | null = null;
+      rows.forEach((x, step) => {
+        const k = ek.tensor('float32', [1, Hkv, 1, D], new Float32Array(D).fill(x));
+        const v = randomPadded(1, Hkv, 1, D, rnd);
+        c.append(0, k, v.t);
+        r.k[0].push([quantRow(Array(D).fill(x), 'int8')]); r.v[0].push(v.rows[0][0].map((row) => quantRow(row, 'int8')));
+        if (step === rows.length - 1) {
+          const q = ek.tensor('float32', [1, Hq, 1, D], new Float32Array(Hq * D).map((_, i) => (Math.floor(i / D) % 2 ? -1 : 1)));
+          out = c.attend(0, q, { scale });
+          const o = out.data as Float32Array;
+          for (let h = 0; h < Hq; h++) close(o.subarray(h * D, (h + 1) * D), r.attend(0, h, G, Array(D).fill(h % 2 ? -1 : 1), rows.length - 1, rows.length, scale), `h ${h}`, 5e-5);
+          q.dispose();
+        }
+        k.dispose(); v.t.dispose();
+        c.advance();
+      });
+      out!.dispose();
+    } finally {
+      c.dispose();
+    }
+  });
 });
 
 for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
