@@ -3,6 +3,9 @@
  * loader, the tokenizer, the sampler and a fixed-seed generation against a float64 forward.
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -305,6 +308,28 @@ describe('llama2.c version-2 (Q8_0) checkpoints', () => {
     // dim 32 would keep group size 32, which does not divide hidden_dim 48 (runq.c would drop a
     // partial group): the group size is halved until it divides both
     expect(pkg.parseQ8Checkpoint(pkg.quantizeCheckpoint(bytes, { groupSize: 32 })).layout.groupSize).toBe(16);
+  });
+
+  it('scripts/quantize-llama2c.mjs writes what quantizeCheckpoint returns; bad arguments exit 2, a bad checkpoint 1', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'ek-q8-'));
+    try {
+      const { bytes } = ref.makeCheckpoint({ ...cfg, hidden: 64 }, 3);
+      writeFileSync(join(dir, 'm.bin'), bytes);
+      const script = fileURLToPath(new URL('../scripts/quantize-llama2c.mjs', import.meta.url));
+      const run = (args: string[]) => spawnSync(process.execPath, [script, ...args], { encoding: 'utf8', timeout: 30_000 });
+      const ok = run([join(dir, 'm.bin'), join(dir, 'q.bin'), '--group-size', '16']);
+      expect(ok.status, ok.stderr).toBe(0);
+      expect(Array.from(readFileSync(join(dir, 'q.bin')))).toEqual(Array.from(pkg.quantizeCheckpoint(bytes, { groupSize: 16 })));
+      expect(ok.stderr).toMatch(/group size 16/);
+      expect(run([join(dir, 'm.bin')]).status).toBe(2);
+      expect(run([join(dir, 'm.bin'), join(dir, 'x.bin'), '--group-size', '0']).status).toBe(2);
+      writeFileSync(join(dir, 'short.bin'), bytes.subarray(0, 100));
+      const bad = run([join(dir, 'short.bin'), join(dir, 'y.bin')]);
+      expect(bad.status).toBe(1);
+      expect(bad.stderr).toMatch(/expected at least \d+ bytes/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it("a Q8_0 model's logits follow runq.c's forward pass (float64 reference over dequantized weights and inputs) for 24 steps; also in the scalar build", async () => {
