@@ -21,8 +21,9 @@
 //
 // Preconditions (the host guarantees them): n is a multiple of GS, 1 ≤ GS ≤ 1024; xq and xs
 // hold n and n / GS entries; out [d] does not overlap any input; inputs may be read up to 16
-// bytes past their end (arena padding). The SIMD path takes GS a multiple of 8; other group
-// sizes (llama2.c halves GS until it divides dim, down to 1) run the scalar loop.
+// bytes past their end (arena padding). The SIMD path takes GS a multiple of 4 (8 codes per
+// step, then a last 4); GS = 1 or 2 (llama2.c halves GS until it divides dim) runs the
+// scalar loop.
 
 import { hsum4i } from './simd';
 
@@ -35,6 +36,13 @@ import { hsum4i } from './simd';
   return abs(v - t) >= 0.5 ? t + copysign<f32>(1, v) : t;
 }
 
+/** roundAway on four lanes: + copysign(1, v) where |v − trunc v| ≥ 0.5 (NaN compares false; trunc_sat then gives 0). */
+@inline function roundAwayV(v: v128): v128 {
+  const t = f32x4.trunc(v);
+  const adj = v128.and(f32x4.ge(f32x4.abs(f32x4.sub(v, t)), f32x4.splat(0.5)), v128.or(f32x4.splat(1), v128.and(v, i32x4.splat(0x80000000))));
+  return f32x4.add(t, adj);
+}
+
 /**
  * Quantizes x [n] (float32) in groups of gs: codes as int16 at q [n], scales at s [n / gs].
  * Exactly runq.c's quantize(). q and s must not overlap x.
@@ -45,7 +53,7 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
     const x0 = x + (<usize>(g * gs) << 2), q0 = q + (<usize>(g * gs) << 1);
     let k = 0;
     let wmax: f32 = 0;
-    if (ASC_FEATURE_SIMD && (gs & 7) == 0) {
+    if (ASC_FEATURE_SIMD && (gs & 3) == 0) {
       // pmax(m, v) = m < v ? v : m: a NaN element is skipped, as C's `if (val > wmax)`
       let m = f32x4.splat(0);
       for (; k < gs; k += 4) m = f32x4.pmax(m, f32x4.abs(v128.load(x0 + (<usize>k << 2))));
@@ -54,15 +62,14 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
       wmax = f32x4.extract_lane(m, 0);
       const scale = wmax / QMAX, sv = f32x4.splat(scale);
       store<f32>(s + (<usize>g << 2), scale);
-      const half = f32x4.splat(0.5), one = f32x4.splat(1), sign = i32x4.splat(0x80000000);
-      for (k = 0; k < gs; k += 8) {
-        const a = f32x4.div(v128.load(x0 + (<usize>k << 2)), sv);
-        const b = f32x4.div(v128.load(x0 + (<usize>k << 2), 16), sv);
-        const ta = f32x4.trunc(a), tb = f32x4.trunc(b);
-        // + copysign(1, v) where |v − trunc v| ≥ 0.5 (NaN compares false: trunc_sat gives 0)
-        const ra = f32x4.add(ta, v128.and(f32x4.ge(f32x4.abs(f32x4.sub(a, ta)), half), v128.or(one, v128.and(a, sign))));
-        const rb = f32x4.add(tb, v128.and(f32x4.ge(f32x4.abs(f32x4.sub(b, tb)), half), v128.or(one, v128.and(b, sign))));
-        v128.store(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(ra), i32x4.trunc_sat_f32x4_s(rb)));
+      for (k = 0; k + 8 <= gs; k += 8) {
+        const a = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv));
+        const b = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2), 16), sv));
+        v128.store(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(a), i32x4.trunc_sat_f32x4_s(b)));
+      }
+      if (k < gs) { // a last 4 (GS = 4, 12, …)
+        const a = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv));
+        v128.store64_lane(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(a), a), 0);
       }
       continue;
     }
@@ -88,7 +95,7 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
 export function matvecQ8(out: usize, w: usize, sT: usize, xq: usize, xs: usize, d: i32, n: i32, gs: i32): void {
   const nn = <usize>n, groups = n / gs, gsb = <usize>gs;
   let i = 0;
-  if (ASC_FEATURE_SIMD && (gs & 7) == 0) {
+  if (ASC_FEATURE_SIMD && (gs & 3) == 0) {
     // Tiles of 4 rows: per group, 4 int32x4 partial sums (one per row) of dot_i16x8_s over
     // 8 codes at a time, reduced to one int32x4 of the 4 rows' group sums; then the 4 rows'
     // float32 sums advance together, lane r doing row i + r's runq.c arithmetic.
@@ -100,13 +107,23 @@ export function matvecQ8(out: usize, w: usize, sT: usize, xq: usize, xs: usize, 
       for (let g = 0; g < groups; g++) {
         let a0 = i32x4.splat(0), a1 = i32x4.splat(0), a2 = i32x4.splat(0), a3 = i32x4.splat(0);
         const xg = xq + (<usize>(g * gs) << 1), xe = xg + (gsb << 1);
-        for (let x = xg; x < xe; x += 16) {
+        let x = xg;
+        for (; x + 16 <= xe; x += 16) {
           const xv = v128.load(x);
           a0 = i32x4.add(a0, i32x4.dot_i16x8_s(v128.load8x8_s(p), xv));
           a1 = i32x4.add(a1, i32x4.dot_i16x8_s(v128.load8x8_s(p + nn), xv));
           a2 = i32x4.add(a2, i32x4.dot_i16x8_s(v128.load8x8_s(p + 2 * nn), xv));
           a3 = i32x4.add(a3, i32x4.dot_i16x8_s(v128.load8x8_s(p + 3 * nn), xv));
           p += 8;
+        }
+        if (x < xe) {
+          // a last 4 codes (GS = 4, 12, …): zero-extended loads, so the upper lanes add 0
+          const xv = v128.load64_zero(x);
+          a0 = i32x4.add(a0, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p)), xv));
+          a1 = i32x4.add(a1, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p + nn)), xv));
+          a2 = i32x4.add(a2, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p + 2 * nn)), xv));
+          a3 = i32x4.add(a3, i32x4.dot_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p + 3 * nn)), xv));
+          p += 4;
         }
         const iv = f32x4.convert_i32x4_s(hsum4i(a0, a1, a2, a3));
         val = f32x4.add(val, f32x4.mul(f32x4.mul(iv, v128.load(sp)), v128.load32_splat(xs + (<usize>g << 2))));

@@ -113,7 +113,7 @@ describe(`matvecRows16F32 (${build})`, () => {
 
 describe(`Q8_0 kernels: quantizeQ8 and matvecQ8 against runq.c's arithmetic (${build})`, () => {
   useBuild(build);
-  const GROUPS = [1, 2, 4, 8, 16, 32, 64];
+  const GROUPS = [1, 2, 4, 8, 12, 16, 20, 32, 64]; // 12, 20: eight codes per step, then a last four
   const quantize = (x: number[], gs: number) => {
     const xt = f32(x), q = ek.tensor('int16', [x.length]), s = ek.tensor('float32', [x.length / gs]);
     return withTensors([xt, q, s], () => {
