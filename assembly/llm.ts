@@ -20,7 +20,7 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
-import { expScalar, expV } from './simd';
+import { expScalar, expV, hsum4 } from './simd';
 
 // exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
 // build and the tails use expScalar).
@@ -613,7 +613,29 @@ export function attendI8(
       const os = out + <usize>(h0 * qHeadStride + s * qRowStride) * 4;
       const qStep = <usize>qHeadStride << 2;
       // scores[g·cnt + i] = scale · q_g · k_i, each K row read once for the group
-      for (let i: usize = 0; i < cnt; i++) {
+      let i0: usize = 0;
+      if (ASC_FEATURE_SIMD && kind == 0 && G == 1 && (dd & 3) == 0) {
+        // one float32 query row (multi-head attention's decode step): four keys per pass,
+        // their four sums reduced together and stored as one v128
+        const sv = f32x4.splat(scale), qe = qs + dBytes;
+        for (; i0 + 4 <= cnt; i0 += 4) {
+          let k0 = kh + (i0 < first ? slot0 + i0 : i0 - first) * rowBytes;
+          let k1 = kh + (i0 + 1 < first ? slot0 + i0 + 1 : i0 + 1 - first) * rowBytes;
+          let k2 = kh + (i0 + 2 < first ? slot0 + i0 + 2 : i0 + 2 - first) * rowBytes;
+          let k3 = kh + (i0 + 3 < first ? slot0 + i0 + 3 : i0 + 3 - first) * rowBytes;
+          let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+          for (let qp = qs; qp < qe; qp += 16) {
+            const x = v128.load(qp);
+            a0 = f32x4.add(a0, f32x4.mul(x, v128.load(k0)));
+            a1 = f32x4.add(a1, f32x4.mul(x, v128.load(k1)));
+            a2 = f32x4.add(a2, f32x4.mul(x, v128.load(k2)));
+            a3 = f32x4.add(a3, f32x4.mul(x, v128.load(k3)));
+            k0 += 16; k1 += 16; k2 += 16; k3 += 16;
+          }
+          v128.store(scores + (i0 << 2), f32x4.mul(hsum4(a0, a1, a2, a3), sv));
+        }
+      }
+      for (let i: usize = i0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const kr = kh + slot * rowBytes;
         if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
@@ -639,7 +661,28 @@ export function attendI8(
         for (; i < cnt; i++) st(sg, i, ld(sg, i) * inv);
       }
       // out_g = Σ_i p_g[i] · v_i, each V row read once for the group
-      for (let i: usize = 0; i < cnt; i++) {
+      i0 = 0;
+      if (ASC_FEATURE_SIMD && kind == 0 && G == 1 && (dd & 3) == 0) {
+        // one query row: four V rows per pass over the output row (same additions in the same
+        // order as four axpy calls, with the output held in a register between them)
+        for (; i0 + 4 <= cnt; i0 += 4) {
+          const v0 = vh + (i0 < first ? slot0 + i0 : i0 - first) * rowBytes;
+          const v1 = vh + (i0 + 1 < first ? slot0 + i0 + 1 : i0 + 1 - first) * rowBytes;
+          const v2 = vh + (i0 + 2 < first ? slot0 + i0 + 2 : i0 + 2 - first) * rowBytes;
+          const v3 = vh + (i0 + 3 < first ? slot0 + i0 + 3 : i0 + 3 - first) * rowBytes;
+          const p0 = v128.load32_splat(scores + (i0 << 2)), p1 = v128.load32_splat(scores + (i0 << 2), 4);
+          const p2 = v128.load32_splat(scores + (i0 << 2), 8), p3 = v128.load32_splat(scores + (i0 << 2), 12);
+          for (let o: usize = 0; o < dBytes; o += 16) {
+            let acc = v128.load(os + o);
+            acc = f32x4.add(acc, f32x4.mul(p0, v128.load(v0 + o)));
+            acc = f32x4.add(acc, f32x4.mul(p1, v128.load(v1 + o)));
+            acc = f32x4.add(acc, f32x4.mul(p2, v128.load(v2 + o)));
+            acc = f32x4.add(acc, f32x4.mul(p3, v128.load(v3 + o)));
+            v128.store(os + o, acc);
+          }
+        }
+      }
+      for (let i: usize = i0; i < cnt; i++) {
         const slot = i < first ? slot0 + i : i - first;
         const vr = vh + slot * rowBytes;
         if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {

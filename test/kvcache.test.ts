@@ -484,6 +484,28 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
     }), { seed: 11, numRuns: Number(process.env.KV_RUNS) || (dtype === 'float32' ? 16 : 8) });
   });
 
+  it('multi-head decode (G = 1, head size 8) over a wrapped window: every split of the visible rows into two runs', () => {
+    // the float32 G = 1 path takes keys four at a time, each by its own cache slot: W = 11
+    // puts the wrap at every offset within a group of four as the steps go on
+    const W = 11, D = 8, H = 3, rnd = lcg(8);
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: H, headDim: D, window: W, dtype });
+    const r = new RefCache(1, W);
+    const out = ek.tensor('float32', [1, H, 1, D]);
+    try {
+      for (let step = 0; step < 40; step++) {
+        const k = randomPadded(1, H, 1, D, rnd), v = randomPadded(1, H, 1, D, rnd), q = randomPadded(1, H, 1, D, rnd);
+        c.append(0, k.t, v.t);
+        r.k[0].push(k.rows[0][0].map((row) => quantRow(row, dtype))); r.v[0].push(v.rows[0][0].map((row) => quantRow(row, dtype)));
+        c.attend(0, q.t, { out, impl, scale: 0.5 });
+        for (let h = 0; h < H; h++) close((out.data as Float32Array).subarray(h * D, (h + 1) * D), r.attend(0, h, 1, q.rows[0][0][h], step, step + 1, 0.5), `step ${step} h ${h}`, tol);
+        k.t.dispose(); v.t.dispose(); q.t.dispose();
+        c.advance();
+      }
+    } finally {
+      c.dispose(); out.dispose();
+    }
+  });
+
   it('a window wraps many times: decode attends over exactly the last W positions', () => {
     const W = 3, D = 4, rnd = lcg(5);
     const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: D, window: W, dtype });
