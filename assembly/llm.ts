@@ -468,6 +468,11 @@ export function appendE4m3Rows(
   return f32x4.convert_i32x4_s(i32x4.extend_low_i16x8_s(i16x8.extend_low_i8x16_s(v128.load32_zero(p))));
 }
 
+/** Cache slot of visible position i: the rows run slot0 … slot0 + first − 1, then wrap to 0 (a window). */
+@inline function slotOf(i: usize, first: usize, slot0: usize): usize {
+  return i < first ? slot0 + i : i - first;
+}
+
 /** Four elements of a cache row of `kind` (0 float32, 2 bfloat16) at p, as f32x4 (exact). */
 @inline function ldRow4(p: usize, kind: i32): v128 {
   return kind == 0 ? v128.load(p) : halfToF32x4(v128.load16x4_u(p), kind);
@@ -626,10 +631,10 @@ export function attendI8(
         // the loop saves, 3–5%, stays on the per-key path)
         const sv = f32x4.splat(scale), qe = qs + dBytes, eStep: usize = kind == 0 ? 16 : 8;
         for (; i0 + 4 <= cnt; i0 += 4) {
-          let k0 = kh + (i0 < first ? slot0 + i0 : i0 - first) * rowBytes;
-          let k1 = kh + (i0 + 1 < first ? slot0 + i0 + 1 : i0 + 1 - first) * rowBytes;
-          let k2 = kh + (i0 + 2 < first ? slot0 + i0 + 2 : i0 + 2 - first) * rowBytes;
-          let k3 = kh + (i0 + 3 < first ? slot0 + i0 + 3 : i0 + 3 - first) * rowBytes;
+          let k0 = kh + slotOf(i0, first, slot0) * rowBytes;
+          let k1 = kh + slotOf(i0 + 1, first, slot0) * rowBytes;
+          let k2 = kh + slotOf(i0 + 2, first, slot0) * rowBytes;
+          let k3 = kh + slotOf(i0 + 3, first, slot0) * rowBytes;
           let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
           for (let qp = qs; qp < qe; qp += 16) {
             const x = v128.load(qp);
@@ -643,7 +648,7 @@ export function attendI8(
         }
       }
       for (let i: usize = i0; i < cnt; i++) {
-        const slot = i < first ? slot0 + i : i - first;
+        const slot = slotOf(i, first, slot0);
         const kr = kh + slot * rowBytes;
         if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
           const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
@@ -674,10 +679,10 @@ export function attendI8(
         // order as four axpy calls, with the output held in a register between them)
         const eShift: usize = kind == 0 ? 0 : 1; // o (float32 bytes) → V row bytes
         for (; i0 + 4 <= cnt; i0 += 4) {
-          const v0 = vh + (i0 < first ? slot0 + i0 : i0 - first) * rowBytes;
-          const v1 = vh + (i0 + 1 < first ? slot0 + i0 + 1 : i0 + 1 - first) * rowBytes;
-          const v2 = vh + (i0 + 2 < first ? slot0 + i0 + 2 : i0 + 2 - first) * rowBytes;
-          const v3 = vh + (i0 + 3 < first ? slot0 + i0 + 3 : i0 + 3 - first) * rowBytes;
+          const v0 = vh + slotOf(i0, first, slot0) * rowBytes;
+          const v1 = vh + slotOf(i0 + 1, first, slot0) * rowBytes;
+          const v2 = vh + slotOf(i0 + 2, first, slot0) * rowBytes;
+          const v3 = vh + slotOf(i0 + 3, first, slot0) * rowBytes;
           const p0 = v128.load32_splat(scores + (i0 << 2)), p1 = v128.load32_splat(scores + (i0 << 2), 4);
           const p2 = v128.load32_splat(scores + (i0 << 2), 8), p3 = v128.load32_splat(scores + (i0 << 2), 12);
           for (let o: usize = 0; o < dBytes; o += 16) {
@@ -692,7 +697,7 @@ export function attendI8(
         }
       }
       for (let i: usize = i0; i < cnt; i++) {
-        const slot = i < first ? slot0 + i : i - first;
+        const slot = slotOf(i, first, slot0);
         const vr = vh + slot * rowBytes;
         if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
           const vs: f32 = kind == 3 ? ld(vsh, slot) : 1;

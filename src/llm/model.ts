@@ -282,32 +282,36 @@ export class Llama {
     }
     ropeTable(pos, hs, this.rope);
     new Float32Array(this.ek.memory.buffer, p.rope, 2 * hs).set(this.rope);
-    const quantize = (x: number, n: number) => k.quantizeQ8(p.xq, p.xs, x, n, gs);
-    const mv = (out: number, m: Q8Weights) => k.matvecQ8(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, gs);
     for (let l = 0; l < c.nLayers; l++) {
       k.rmsnormF32(p.xb, p.x, W.rmsAtt + l * dim * 4, dim, 1e-5);
-      quantize(p.xb, dim);
-      mv(p.q, M.wq[l]); mv(p.kk, M.wk[l]); mv(p.vv, M.wv[l]);
+      k.quantizeQ8(p.xq, p.xs, p.xb, dim, gs);
+      this.matvecQ8(p.q, M.wq[l]); this.matvecQ8(p.kk, M.wk[l]); this.matvecQ8(p.vv, M.wv[l]);
       k.ropeF32(p.q, p.rope, c.nHeads, hs);
       k.ropeF32(p.kk, p.rope, c.nKvHeads, hs);
       this.cache.append(l, this.kT, this.vT);
       this.cache.attend(l, this.qT, { out: this.attT, scale: this.scale });
-      quantize(p.att, dim);
-      mv(p.xb2, M.wo[l]);
+      k.quantizeQ8(p.xq, p.xs, p.att, dim, gs);
+      this.matvecQ8(p.xb2, M.wo[l]);
       k.addF32(p.x, p.x, p.xb2, dim);
       k.rmsnormF32(p.xb, p.x, W.rmsFfn + l * dim * 4, dim, 1e-5);
-      quantize(p.xb, dim);
-      mv(p.hb, M.w1[l]); mv(p.hb2, M.w3[l]);
+      k.quantizeQ8(p.xq, p.xs, p.xb, dim, gs);
+      this.matvecQ8(p.hb, M.w1[l]); this.matvecQ8(p.hb2, M.w3[l]);
       k.swigluF32(p.hb, p.hb2, hid);
-      quantize(p.hb, hid);
-      mv(p.xb, M.w2[l]);
+      k.quantizeQ8(p.xq, p.xs, p.hb, hid, gs);
+      this.matvecQ8(p.xb, M.w2[l]);
       k.addF32(p.x, p.x, p.xb, dim);
     }
     this.cache.advance();
     k.rmsnormF32(p.x, p.x, W.rmsFinal, dim, 1e-5);
-    quantize(p.x, dim);
-    mv(p.logits, M.wcls);
+    k.quantizeQ8(p.xq, p.xs, p.x, dim, gs);
+    this.matvecQ8(p.logits, M.wcls);
     return this.logits;
+  }
+
+  /** out = W·x for the quantized input in p.xq / p.xs (matvecQ8). */
+  private matvecQ8(out: number, m: Q8Weights): void {
+    const p = this.ptr;
+    this.k.matvecQ8(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, this.groupSize!);
   }
 
   dispose(): void {
