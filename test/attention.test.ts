@@ -178,6 +178,11 @@ describe('TRT_Attention matches the float64 reference', () => {
     fc.assert(fc.property(dec, (c) => check(ek, c)), { seed: 39, numRuns: 60 });
     fc.assert(fc.property(dec, (c) => check(eks, c)), { seed: 40, numRuns: 20 });
     fc.assert(fc.property(dec.map((c) => ({ ...c, kvForm: 'padded_bhnd' as const, mask: 'none' as const, causal: c.causal === 'upper_left' ? 'none' as const : c.causal })), (c) => check(ek, c)), { seed: 41, numRuns: 40 });
+    // one KV head packed [T,1,D]: its head stride is D, which is no capacity (the kernel wraps
+    // at its capacity: taken as 1, every sequence's keys after the first read the first row)
+    const one = dec.map((c) => ({ ...c, Hkv: 1, kvForm: 'packed_nhd' as const, mask: 'none' as const, causal: c.causal === 'upper_left' ? 'none' as const : c.causal, kvLens: c.kvLens.map((x) => x + 2) }));
+    fc.assert(fc.property(one, (c) => check(ek, c)), { seed: 42, numRuns: 30 });
+    fc.assert(fc.property(one, (c) => check(eks, c)), { seed: 43, numRuns: 10 });
   });
   it('packed K/V read by several tiles of a sequence (rows gathered once per sequence and head)', () => {
     // more than 32 (query row, head) pairs per KV head, K/V rows H·D apart: the kernel

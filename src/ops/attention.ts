@@ -83,8 +83,17 @@ function rowDecodeCapacity(p: {
 }): number {
   if (p.Hq !== p.Hkv || p.D !== p.Dv || p.D === 0 || p.qDtype !== 'float32' || p.outDtype !== 'float32' || p.kDtype !== p.vDtype) return 0;
   if (p.kTS !== p.D || p.vTS !== p.D || p.kHS !== p.vHS || p.kHS % p.D !== 0 || p.qHS !== p.oHS || p.qTS !== p.oTS) return 0;
-  for (let b = 0; b < p.seqs.length; b++) if (p.seqs[b].qLen > 1) return 0;
-  return p.kHS / p.D;
+  let maxKv = 1;
+  for (let b = 0; b < p.seqs.length; b++) {
+    if (p.seqs[b].qLen > 1) return 0;
+    maxKv = Math.max(maxKv, p.seqs[b].kvLen);
+  }
+  // the kernel reads a sequence's keys as rows 0..kvLen−1 of a ring of N rows (it wraps at
+  // N), so N must cover every sequence. A single KV head has no head stride to take N from:
+  // packed [T,1,D] K/V has a head stride of D, which would make N = 1 and wrap every key
+  // onto the first.
+  const N = p.Hkv === 1 ? maxKv : p.kHS / p.D;
+  return N >= maxKv ? N : 0;
 }
 
 /** runAttentionPlan through attendF32/F16/BF16 when rowDecodeCapacity allows it; false if not taken. */
