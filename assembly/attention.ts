@@ -110,7 +110,7 @@ import {
 // @ts-ignore: decorator
 @inline const P_QK = 29; // qk_matmul_output [B,Hq,Nq,cols] (out dtype), 0 = none
 // @ts-ignore: decorator
-@inline const P_QKMODE = 30; // 0 scaled QK, 1 + bias, 2 softcap + bias, 3 softmax
+@inline const P_QKMODE = 30; // 0 scaled QK, 1 softcap(QK), 2 softcap(QK) + bias, 3 softmax
 // @ts-ignore: decorator
 @inline const P_QKCOLS = 31; // columns of the qk matrix (= rows of K and V read)
 // @ts-ignore: decorator
@@ -491,27 +491,26 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
 
 // ---- score post-processing, one row group at a time ----------------------------------------
 
+/** Every key of the block [j0, j0 + nb) as it stands, into the qk rows of rows g..g+3. */
+function writeQkRows(g: i32, blk: usize, j0: i32, nb: i32, es: usize): void {
+  for (let r = g; r < g + 4; r++) {
+    const qkRow = load<usize>(sQkRow + (<usize>r << 2));
+    if (qkRow == 0) continue;
+    const sr = blk + (<usize>(r & 3) << 2);
+    for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
+  }
+}
+
 /**
  * The group of rows g..g+3 over the block [j0, j0 + nb) at blk (key j0 of the group):
- * writes the qk modes 0/1, applies softcap and the mask, hides keys at or past each row's
- * end with −∞ up to nbPad (a multiple of 4), writes qk mode 2.
+ * writes qk mode 0 (the scaled scores), applies softcap, writes qk mode 1 (softcapped,
+ * before the mask: ONNX's order since onnx#7867 / #7913 — QK → softcap → mask → softmax),
+ * adds the mask, hides keys at or past each row's end with −∞ up to nbPad (a multiple of
+ * 4), writes qk mode 2.
  */
 function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
   const es = esize(gOutT);
-  if (gQk != 0 && gQkMode <= 1) {
-    for (let r = g; r < g + 4; r++) {
-      const qkRow = load<usize>(sQkRow + (<usize>r << 2));
-      if (qkRow == 0) continue;
-      const end = load<i32>(sEnd + (<usize>r << 2));
-      const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
-      const sr = blk + (<usize>(r & 3) << 2);
-      for (let jj = 0; jj < nb; jj++) {
-        let x = load<f32>(sr + (<usize>jj << 4));
-        if (gQkMode == 1) x = j0 + jj < end ? (maskRow != 0 ? x + load<f32>(maskRow + (<usize>(j0 + jj) << 2)) : x) : NEG_INF;
-        stAny(qkRow + <usize>(j0 + jj) * es, gOutT, x);
-      }
-    }
-  }
+  if (gQk != 0 && gQkMode == 0) writeQkRows(g, blk, j0, nb, es);
   // softcap over the whole group block (keys past a row's end are hidden below)
   const cap = gSoftcap;
   if (cap > 0) {
@@ -529,6 +528,7 @@ function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
       }
     }
   }
+  if (gQk != 0 && gQkMode == 1) writeQkRows(g, blk, j0, nb, es);
   for (let r = g; r < g + 4; r++) {
     let lim = load<i32>(sEnd + (<usize>r << 2)) - j0;
     if (lim < 0) lim = 0;

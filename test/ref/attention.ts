@@ -278,7 +278,8 @@ export function refOnnx(inputs: (Plain | null | undefined)[], attrs: Record<stri
     for (let b = 0; b < B; b++) for (let h = 0; h < Hkv; h++) for (let j = 0; j < T; j++) for (let d = 0; d < Dx; d++) vals.push(f(b, h, j, d));
     return { dtype, shape: [B, Hkv, T, Dx], values: vals, slack: vals.map(() => 0) };
   };
-  // qk_matmul_output: 0 scaled QK, 1 + bias (hidden = −∞), 2 softcap + bias, 3 softmax
+  // qk_matmul_output (ONNX's pipeline order QK → softcap → mask → softmax, onnx#7867 and
+  // #7913): 0 scaled QK, 1 softcapped (no mask), 2 softcapped + bias (hidden = −∞), 3 softmax
   const mode = (attrs.qk_matmul_output_mode as number) ?? 0;
   const G = Hq / Hkv;
   const qk: number[] = [];
@@ -289,11 +290,9 @@ export function refOnnx(inputs: (Plain | null | undefined)[], attrs: Record<stri
       for (let d = 0; d < D; d++) x += core.q(b, h, i, d) * kk(b, Math.floor(h / G), j, d);
       x *= scale;
       const hidden = !visible(b, h, i, j);
-      if (mode === 0) row.push(x);
-      else {
-        if (mode >= 2 && softcap > 0) x = softcap * Math.tanh(x / softcap);
-        row.push(hidden ? -Infinity : x + mk.bias(b, h, i, j));
-      }
+      if (mode >= 1 && softcap > 0) x = softcap * Math.tanh(x / softcap);
+      if (mode <= 1) row.push(x);
+      else row.push(hidden ? -Infinity : x + mk.bias(b, h, i, j));
     }
     if (mode === 3) {
       const m = Math.max(-Infinity, ...row);
