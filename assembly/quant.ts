@@ -40,7 +40,7 @@
 //     saturating, else to the overflow code (NaN for e4m3fn, Inf for e5m2/float16,
 //     0x80 for the fnuz types); float4e2m1 always saturates (no Inf/NaN codes).
 //   * NaN inputs become the type's NaN (sign kept for e4m3fn/e5m2/float16; fnuz: 0x80;
-//     float4e2m1: +6 as ONNX's reference does). The fnuz types have no −0: the sign is
+//     float4e2m1, which has none: 0x8 for +NaN, 0x0 for −NaN, as ONNX's reference (ml_dtypes) does). The fnuz types have no −0: the sign is
 //     attached only to codes 1…0x7F.
 // Minifloat → float32 is exact: put the magnitude code's bits at the float32 mantissa's
 // top (code << (23 − M)), read it as a float32 (a tiny normal or subnormal float32 with
@@ -59,7 +59,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 /** Rounds float32 bits to a minifloat code (see the derivation at the top). `lim` is the
  *  clamp code (largest finite when saturating, else the overflow code). */
 @inline function encMini(
-  b: u32, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool,
+  b: u32, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool, nanFlip: bool = false,
 ): u32 {
   const u = b & 0x7FFFFFFF;
   const shift = 23 - M;
@@ -76,6 +76,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
     nan = 0x7C00 | p | <u32>(p == 0);
   }
   if (nanSigned) nan |= sign;
+  if (nanFlip) nan ^= sign;
   return select<u32>(nan, r, u > 0x7F800000);
 }
 
@@ -103,14 +104,18 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 @inline function mOvf(k: i32): u32 {
   return k == F16 ? 0x7C00 : k == E4M3FN ? 0x7F : k == E5M2 ? 0x7C : k == F4 ? 7 : 0x80;
 }
-@inline function mNan(k: i32): u32 { return k == E4M3FN ? 0x7F : k == E5M2 ? 0x7E : k == F4 ? 7 : 0x80; }
+@inline function mNan(k: i32): u32 { return k == E4M3FN ? 0x7F : k == E5M2 ? 0x7E : k == F4 ? 8 : 0x80; }
+// float4e2m1 has no NaN: a NaN becomes 0x8 (−0) with the sign flipped by the NaN's sign, as
+// ml_dtypes' astype does in ONNX's reference and so in the upstream Cast cases (+NaN → 0x8,
+// −NaN → 0x0). ONNX's float4 note says 6; the executable reference and its test data win.
+@inline function mNanFlip(k: i32): bool { return k == F4; }
 @inline function mTb(k: i32): u32 { return k == F16 ? 16 : k == F4 ? 4 : 8; }
 @inline function mFnuz(k: i32): bool { return k == E4M3FNUZ || k == E5M2FNUZ; }
 @inline function mNanSigned(k: i32): bool { return k == E4M3FN || k == E5M2 || k == F16; }
 
 /** float32 → minifloat code of kind k (17…20, 10, 23); saturate as ONNX Cast's tables. */
 @inline function encodeMini(x: f32, k: i32, saturate: bool): u32 {
-  return encMini(reinterpret<u32>(x), mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16);
+  return encMini(reinterpret<u32>(x), mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16, mNanFlip(k));
 }
 
 // Reusable helpers for other kernels (e.g. fused quantization in attention): @inline,
@@ -169,7 +174,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 // ---- SIMD minifloat helpers ------------------------------------------------------
 
 @inline function encMiniV(
-  b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool,
+  b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool, nanFlip: bool = false,
 ): v128 {
   const u = v128.and(b, i32x4.splat(0x7FFFFFFF));
   const shift = 23 - M;
@@ -203,11 +208,12 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
     nan = v128.or(v128.or(i32x4.splat(0x7C00), p), v128.and(i32x4.eq(p, i32x4.splat(0)), i32x4.splat(1)));
   }
   if (nanSigned) nan = v128.or(nan, sign);
+  if (nanFlip) nan = v128.xor(nan, sign);
   return v128.bitselect(nan, r, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
 }
 
 @inline function encodeMiniV(x: v128, k: i32, saturate: bool): v128 {
-  return encMiniV(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16);
+  return encMiniV(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16, mNanFlip(k));
 }
 
 @inline function decMiniV(c: v128, M: u32, bias: i32, tb: u32, kind: i32): v128 {
@@ -653,7 +659,7 @@ function f32ToBool(src: usize, dst: usize, n: usize): void {
  * Cast stage: n float32 values at src → dtype `code` at dst. Float targets round to
  * nearest even (float8 saturation per `saturate`, float8e8m0 per `roundMode` 0 up,
  * 1 down, 2 nearest); integer targets truncate toward zero and saturate to the target's
- * range (NaN → 0); bool is x ≠ 0. Packed targets: `tmp` is scratch of n bytes.
+ * range (NaN → 0), except the 4-bit and 2-bit ones, which wrap (f32ToLowBits); bool is x ≠ 0. Packed targets: `tmp` is scratch of n bytes.
  */
 export function encodeFromF32(src: usize, dst: usize, n: usize, code: i32, saturate: bool, roundMode: i32, tmp: usize): void {
   switch (code) {
@@ -677,11 +683,41 @@ export function encodeFromF32(src: usize, dst: usize, n: usize, code: i32, satur
     case U32: for (let i: usize = 0; i < n; i++) store<u32>(dst + (i << 2), <u32>(load<f32>(src + (i << 2)))); break;
     case I64: for (let i: usize = 0; i < n; i++) store<i64>(dst + (i << 3), <i64>(load<f32>(src + (i << 2)))); break;
     case U64: for (let i: usize = 0; i < n; i++) store<u64>(dst + (i << 3), <u64>(load<f32>(src + (i << 2)))); break;
-    case I4: loopF32ToInt(src, tmp, n, -8, 7, 1); packBits(tmp, dst, n, 4); break;
-    case U4: loopF32ToInt(src, tmp, n, 0, 15, 1); packBits(tmp, dst, n, 4); break;
-    case I2: loopF32ToInt(src, tmp, n, -2, 1, 1); packBits(tmp, dst, n, 2); break;
-    case U2: loopF32ToInt(src, tmp, n, 0, 3, 1); packBits(tmp, dst, n, 2); break;
+    case I4: case U4: f32ToLowBits(src, tmp, n); packBits(tmp, dst, n, 4); break;
+    case I2: case U2: f32ToLowBits(src, tmp, n); packBits(tmp, dst, n, 2); break;
     default: break;
+  }
+}
+
+/**
+ * float32 → the low byte of trunc(x), for the 4-bit and 2-bit integer targets: packBits
+ * keeps the low 4 / 2 bits, i.e. the value wraps modulo 16 / 4 (two's complement for the
+ * signed types). That is what ONNX's reference (numpy / ml_dtypes `astype`: truncate to
+ * an integer, keep the low bits) gives and what the upstream conformance cases check
+ * (Cast-25 leaves float → integer out of range undefined): int4(−9) = 7, int4(8) = −8,
+ * uint4(−1) = 15, int2(2) = −2. NaN, ±Inf and |x| ≥ 2^31 give 0: every float32 of that
+ * magnitude is a multiple of 256 (and the reference's int64 conversion sends NaN / Inf to
+ * INT64_MIN, whose low bits are 0).
+ */
+function f32ToLowBits(src: usize, dst: usize, n: usize): void {
+  const BIG: f32 = 2147483648.0;
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const big = f32x4.splat(BIG), m = i32x4.splat(0xFF);
+    for (; i + 16 <= n; i += 16) {
+      const p = src + (i << 2);
+      const x0 = v128.load(p), x1 = v128.load(p, 16), x2 = v128.load(p, 32), x3 = v128.load(p, 48);
+      // trunc_sat gives 0 for NaN; the lt mask zeroes ±Inf and the saturated magnitudes
+      const a = v128.and(v128.and(i32x4.trunc_sat_f32x4_s(x0), f32x4.lt(f32x4.abs(x0), big)), m);
+      const b = v128.and(v128.and(i32x4.trunc_sat_f32x4_s(x1), f32x4.lt(f32x4.abs(x1), big)), m);
+      const c = v128.and(v128.and(i32x4.trunc_sat_f32x4_s(x2), f32x4.lt(f32x4.abs(x2), big)), m);
+      const d = v128.and(v128.and(i32x4.trunc_sat_f32x4_s(x3), f32x4.lt(f32x4.abs(x3), big)), m);
+      v128.store(dst + i, packBytes(a, b, c, d));
+    }
+  }
+  for (; i < n; i++) {
+    const x = load<f32>(src + (i << 2));
+    store<u8>(dst + i, abs<f32>(x) < BIG ? <u8><i32>x : 0);
   }
 }
 
@@ -760,7 +796,7 @@ export function f64ToF32(src: usize, dst: usize, n: usize, odd: bool): void {
   }
 }
 
-/** float64 → integer targets (truncate, saturate, NaN → 0) or bool (x ≠ 0). */
+/** float64 → integer targets (truncate; saturate, NaN → 0; the 4-bit and 2-bit ones wrap) or bool (x ≠ 0). */
 export function encodeFromF64(src: usize, dst: usize, n: usize, code: i32, tmp: usize): void {
   let lo: i64 = 0, hi: i64 = 0, bytes: i32 = 1;
   switch (code) {
@@ -781,6 +817,12 @@ export function encodeFromF64(src: usize, dst: usize, n: usize, code: i32, tmp: 
     const d = load<f64>(src + (i << 3));
     if (bytes == 0) { store<u8>(out + i, <u8>(d != 0)); continue; }
     if (code == U64) { store<u64>(out + (i << 3), <u64>(d)); continue; }
+    if (packed) {
+      // 4-bit / 2-bit targets wrap (see f32ToLowBits): the low byte of trunc(d); NaN, ±Inf
+      // and |d| ≥ 2^63 (the reference's INT64_MIN) give 0
+      store<u8>(out + i, abs<f64>(d) < 9223372036854775808.0 ? <u8><i64>d : 0);
+      continue;
+    }
     const v = max<i64>(lo, min<i64>(hi, <i64>(d)));
     if (bytes == 1) store<u8>(out + i, <u8>v);
     else if (bytes == 2) store<u16>(out + (i << 1), <u16>v);
@@ -857,12 +899,19 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
 }
 
 /** One quantized value (before packing) for the code `code`. lo/hi: the integer range. */
+// The zero point of a quantization without one: −0, the identity of float addition (x + −0
+// is x for every x, −0 included), so float4e2m1's x / s + z below is x / s then.
+// @ts-ignore: decorator
+@inline const NO_ZP: f32 = -0.0;
+
 @inline function quantOne(x: f32, s: f32, z: f32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32): u32 {
   // the division in the precision type: operands and quotient rounded to it
   const q = roundToPrecision(roundToPrecision(x, prec) / roundToPrecision(s, prec), prec);
-  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4) {
-    return encodeMini(q, code, code == F4 ? true : saturate);
-  }
+  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ) return encodeMini(q, code, saturate);
+  // float4e2m1: y = cast(x / s + z), the spec's formula, as ONNX's reference computes it (a
+  // float4 zero point is ±0, so this only decides the sign of a zero: −0 + +0 = +0). The
+  // float8 types leave the zero point out, as the reference does.
+  if (code == F4) return encodeMini(q + z, F4, true);
   // round half to even, clamp (NaN → lo, as numpy's int32 cast of NaN then clip does)
   let t = nearest<f32>(q);
   t = select<f32>(t, lo - z, t > lo - z);
@@ -873,9 +922,8 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
 @inline function quantV(x: v128, s: v128, z: v128, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, recip: bool): v128 {
   // recip: s holds 1/scale, exact because the scale is a power of two (x·2^-k = x / 2^k)
   const q = recip ? f32x4.mul(x, s) : roundToPrecisionV(f32x4.div(roundToPrecisionV(x, prec), roundToPrecisionV(s, prec)), prec);
-  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4) {
-    return encodeMiniV(q, code, code == F4 ? true : saturate);
-  }
+  if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ) return encodeMiniV(q, code, saturate);
+  if (code == F4) return encodeMiniV(f32x4.add(q, z), F4, true); // see quantOne
   let t = f32x4.nearest(q);
   // pmax(a, b) = a < b ? b : a: with a = lo − z a NaN t gives lo − z.
   t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), z), t);
@@ -900,7 +948,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   if (ASC_FEATURE_SIMD) {
     if (sI == 0) {
       const recip = exactRecip(load<f32>(sp)) && prec == F32;
-      const s = f32x4.splat(recip ? <f32>1 / load<f32>(sp) : load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : 0);
+      const s = f32x4.splat(recip ? <f32>1 / load<f32>(sp) : load<f32>(sp)), z = f32x4.splat(zp != 0 ? load<f32>(zp) : NO_ZP);
       if (wide) {
         for (; i + 8 <= len; i += 8) {
           const p = x + (i << 2);
@@ -938,7 +986,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
     } else {
       for (; i + 4 <= len; i += 4) {
         const s = v128.load(sp + (i << 2));
-        const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(0);
+        const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(NO_ZP);
         const r = quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi, false);
         if (wide) {
           v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
@@ -951,7 +999,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   }
   for (; i < len; i++) {
     const off: usize = sI == 0 ? 0 : i << 2;
-    const s = load<f32>(sp + off), z = zp != 0 ? load<f32>(zp + off) : <f32>0;
+    const s = load<f32>(sp + off), z = zp != 0 ? load<f32>(zp + off) : NO_ZP;
     const r = quantOne(load<f32>(x + (i << 2)), s, z, code, saturate, prec, lo, hi);
     if (wide) store<u16>(y + (i << 1), <u16>r);
     else store<u8>(y + i, <u8>r);

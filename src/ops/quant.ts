@@ -363,7 +363,9 @@ const quantizeLinear: OpDef = {
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
-    const useZp = zp !== null && !floatOut;
+    // float4e2m1 adds its (±0) zero point as the spec's formula and ONNX's reference do; the
+    // float8 types leave it out, as the reference does (see quantOne in assembly/quant.ts)
+    const useZp = zp !== null && (!floatOut || out === 'float4e2m1');
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
     let xPtr = x!.byteOffset;
     let p = next;

@@ -64,7 +64,9 @@ function nanCode(f: MiniFormat, neg: boolean): number {
   switch (f.special) {
     case 'fn': return 0x7f | s;
     case 'fnuz': return 0x80;
-    case 'none': return 0x7; // ONNX reference: NaN → +6 for float4e2m1
+    // float4e2m1 has no NaN; ONNX's reference (ml_dtypes astype) gives −0 for +NaN and +0 for
+    // −NaN, and the upstream Cast cases check it (ONNX's float4 note says 6)
+    case 'none': return neg ? 0x0 : 0x8;
     default: return (f.name === 'float8e5m2' ? 0x7e : f.name === 'bfloat16' ? 0x7fc0 : 0x7e00) | s;
   }
 }
@@ -194,7 +196,9 @@ export function valueOf(dtype: string, code: number | bigint): Value {
  * Reference Cast of one value to `to` (returns the stored code: bit pattern for floats,
  * integer for ints / bool, bigint for 64-bit ints). Rules (Cast-25 text): float → float
  * rounds to nearest even with the float8 tables; float → int truncates toward zero and
- * (this package's choice for the undefined out-of-range case) saturates, NaN → 0;
+ * (this package's choice for the undefined out-of-range case) saturates, NaN → 0 — except
+ * int4/uint4/int2/uint2, which wrap as ONNX's reference (ml_dtypes) and the upstream Cast
+ * cases do (NaN, ±Inf, |x| ≥ 2^63 → 0);
  * int → int keeps the low bits; x → bool is x ≠ 0; bool → 1/0.
  */
 export function castValue(v: Value, from: string, to: string, saturate = true, mode: 'up' | 'down' | 'nearest' = 'up', nanNeg = false): number | bigint {
@@ -208,6 +212,10 @@ export function castValue(v: Value, from: string, to: string, saturate = true, m
       b = isSigned(to) ? BigInt.asIntN(INT_BITS[to], b) : BigInt.asUintN(INT_BITS[to], b);
     } else {
       const n = v as number;
+      if (INT_BITS[to] <= 4) {
+        b = Number.isNaN(n) || Math.abs(n) >= 2 ** 63 ? 0n : BigInt(Math.trunc(n));
+        return Number(isSigned(to) ? BigInt.asIntN(INT_BITS[to], b) : BigInt.asUintN(INT_BITS[to], b));
+      }
       if (Number.isNaN(n)) b = 0n;
       else if (n === Infinity) b = hi;
       else if (n === -Infinity) b = lo;
@@ -260,9 +268,11 @@ export function scaleIndex(shape: number[], flat: number, scaleShape: number[], 
 /**
  * QuantizeLinear of one value: q = x / s in the division precision (float32, or rounded
  * to float16 / bfloat16), then integers: round half to even, + zero point, clamp (NaN →
- * the type's minimum); float8: the Cast rounding with `saturate`; float4e2m1: saturating.
+ * the type's minimum); float8: the Cast rounding with `saturate` (a zero point left out, as
+ * ONNX's reference does); float4e2m1: saturating, of q + zp when a zero point is given (the
+ * spec's formula: only the sign of a zero can change, −0 + +0 = +0). zp null: none given.
  */
-export function quantizeValue(x: number, s: number, zp: number, to: string, saturate: boolean, precision: 'float32' | 'float16' | 'bfloat16'): number {
+export function quantizeValue(x: number, s: number, zp: number | null, to: string, saturate: boolean, precision: 'float32' | 'float16' | 'bfloat16'): number {
   const toPrec = (v: number): number => {
     if (precision === 'float16') return Number.isNaN(v) ? NaN : decodeMini(FORMATS.float16, encodeMini(FORMATS.float16, v, false));
     if (precision === 'bfloat16') return Number.isNaN(v) ? NaN : decodeMini(FORMATS.bfloat16, encodeMini(FORMATS.bfloat16, v, false));
@@ -272,8 +282,9 @@ export function quantizeValue(x: number, s: number, zp: number, to: string, satu
   if (to in INT_RANGES) {
     const [lo, hi] = INT_RANGES[to].map(Number);
     if (Number.isNaN(q)) return lo;
-    return Math.min(hi, Math.max(lo, roundHalfEven(q) + zp));
+    return Math.min(hi, Math.max(lo, roundHalfEven(q) + (zp ?? 0)));
   }
+  if (to === 'float4e2m1' && zp !== null) return encodeMini(FORMATS[to], Math.fround(q + zp), true);
   return encodeMini(FORMATS[to], q, saturate);
 }
 
