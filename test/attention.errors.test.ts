@@ -96,6 +96,8 @@ describe('ONNX Attention rejects bad input with nothing written', () => {
     bad('Attention', [Q, K, V, t('float32', [3, 3])], {}, 'INVALID_SHAPE', /does not broadcast/, out);
     bad('Attention', [Q, K, V], { qk_matmul_output_mode: 4 }, 'INVALID_ATTRIBUTE', /qk_matmul_output_mode/, out);
     bad('Attention', [Q, K, V], { softcap: -1 }, 'INVALID_ATTRIBUTE', /softcap/, out);
+    bad('Attention', [Q, K, V], { left_window_size: -2 }, 'INVALID_ATTRIBUTE', /left_window_size.*-1 \(unbounded\) or a size >= 0.*-2/, out);
+    bad('Attention', [Q, K, V], { right_window_size: 1.5 }, 'INVALID_ATTRIBUTE', /right_window_size/, out);
     bad('Attention', [Q, K, V], { softmax_precision: 7 }, 'INVALID_ATTRIBUTE', /softmax_precision/, out);
     bad('Attention', [Q, t('float16', [1, 2, 3, 8]), V], {}, 'INVALID_DTYPE', /input K: expected float32/, out);
     bad('Attention', [Q, K, V, null, t('float32', [1, 2, 4, 8]), t('float16', [1, 2, 4, 8])], {}, 'INVALID_DTYPE', /past_value/, out);

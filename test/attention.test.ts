@@ -274,6 +274,9 @@ const onnxArb = fc.record({
   qkMode: fc.constantFrom(-1, 0, 1, 2, 3),
   t1: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16'),
   t2: fc.constantFrom('same', 'float32', 'float16'),
+  // Attention-25's left_window_size / right_window_size (−1: unbounded; undefined: not given)
+  left: fc.constantFrom(undefined, undefined, -1, 0, 1, 3),
+  right: fc.constantFrom(undefined, undefined, -1, 0, 2),
 });
 
 type OnnxCfg = typeof onnxArb extends fc.Arbitrary<infer T> ? T : never;
@@ -307,6 +310,8 @@ function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string,
   if (c.softcap) attrs.softcap = c.softcap;
   if (c.scale !== undefined) attrs.scale = c.scale;
   if (c.qkMode >= 0) attrs.qk_matmul_output_mode = c.qkMode;
+  if (c.left !== undefined) attrs.left_window_size = c.left;
+  if (c.right !== undefined) attrs.right_window_size = c.right;
   return { inputs: [Q, K, V, M, PK, PV, NP], attrs, outputs: [true, PK ? true : null, PK ? true : null, c.qkMode >= 0 ? true : null] };
 }
 
@@ -327,7 +332,7 @@ describe('ONNX Attention matches the float64 reference', () => {
     );
   });
   it('returns present_key / present_value by default when past is given, and not otherwise', () => {
-    const c = onnxCase({ seed: 1, rank: 4, B: 1, Hkv: 1, G: 2, D: 4, Dv: 0, Sq: 2, S: 3, P: 4, causal: true, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same' });
+    const c = onnxCase({ seed: 1, rank: 4, B: 1, Hkv: 1, G: 2, D: 4, Dv: 0, Sq: 2, S: 3, P: 4, causal: true, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same', left: undefined, right: undefined });
     const outs = ek.run('Attention', c.inputs, c.attrs) as (Tensor | null)[];
     expect(outs.map((t) => (t ? [...t.shape] : null))).toEqual([[1, 2, 2, 4], [1, 1, 7, 4], [1, 1, 7, 4], null]);
     for (const t of outs) t?.dispose();
@@ -336,7 +341,7 @@ describe('ONNX Attention matches the float64 reference', () => {
     none[0]!.dispose();
   });
   it('present without past, and only one of the presents, when asked', () => {
-    const c = onnxCase({ seed: 2, rank: 3, B: 2, Hkv: 2, G: 2, D: 3, Dv: 5, Sq: 3, S: 4, P: 2, causal: false, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same' });
+    const c = onnxCase({ seed: 2, rank: 3, B: 2, Hkv: 2, G: 2, D: 3, Dv: 5, Sq: 3, S: 4, P: 2, causal: false, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same', left: undefined, right: undefined });
     const want = refOnnx(c.inputs, c.attrs);
     const outs = ek.run('Attention', c.inputs, c.attrs, { outputs: [true, null, true] }) as (Tensor | null)[];
     expect(outs[1]).toBeNull();

@@ -9,8 +9,8 @@ Usage: python3 convert.py [datadir] [outdir]
 
 Only cases whose graph is a single node of one of OPS (default domain) are converted; the
 CastLike function expansions (test_castlike_*_expanded) are single Cast nodes and count as
-Cast cases. Opset-25 Attention cases that use left_window_size / right_window_size are
-beyond Attention-23/24 and are skipped unless the package handles them (see WINDOW below).
+Cast cases. Opset-25 Attention cases that use left_window_size / right_window_size (beyond
+Attention-23/24) are kept when WINDOW is True, as the package runs them.
 """
 import json, math, os, sys
 
@@ -19,7 +19,7 @@ import onnx
 from onnx import TensorProto, numpy_helper
 
 OPS = {'Attention', 'Cast', 'QuantizeLinear', 'DequantizeLinear', 'CumSum', 'TensorScatter'}
-WINDOW = False  # Attention-25's sliding windows
+WINDOW = True  # Attention-25's sliding windows (left_window_size / right_window_size): the package runs them
 
 # TensorProto code -> package dtype name (same order as the package's DTYPE_NAMES, code - 1)
 DTYPE = {

@@ -205,13 +205,15 @@ function readPerBatch(t: Tensor, B: number, max: number, what: string): number[]
 }
 
 interface MaskInfo {
-  t: Tensor;
+  t: Tensor | null; // null: a window mask with no attn_mask (see windowMask)
   dims: number[]; // right-aligned to 4
   strides: number[]; // element strides of the (possibly converted) f32 buffer, 0 where broadcast
   len: number; // key columns available
   convert: boolean; // needs a float32 copy in scratch
   expandLast: number; // > 0: a last dim of 1 expanded to this many columns
   bytes: number; // scratch bytes for the copy
+  /** Attention-25's sliding window, folded into a [B, H or 1, Sq, T] float32 copy. */
+  window?: { left: number; right: number; offsets: number[]; src: MaskInfo | null };
 }
 
 /**
@@ -246,16 +248,60 @@ function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): Ma
   return { t, dims, strides, len, convert, expandLast, bytes };
 }
 
+/**
+ * Attention-25's `left_window_size` / `right_window_size` (−1: unbounded): the query at
+ * absolute position p = offset_b + i sees key j only if p − left ≤ j ≤ p + right, with the
+ * causal offset of its batch entry (past length, else nonpad_kv_seqlen[b] − Sq, else 0).
+ * The window becomes −∞ entries of a float32 mask [B, H or 1, Sq, T] written in scratch,
+ * added to the attn_mask (if any, broadcast as usual) — the kernel sees one additive mask.
+ */
+function windowMask(src: MaskInfo | null, B: number, Hq: number, Sq: number, T: number, left: number, right: number, offsets: number[]): MaskInfo {
+  const H = src && src.dims[1] !== 1 ? Hq : 1;
+  const dims = [B, H, Sq, T];
+  const strides = [H * Sq * T, H === 1 ? 0 : Sq * T, T, 1];
+  const bytes = Math.ceil((B * H * Sq * T * 4) / 16) * 16 + 16;
+  return { t: src ? src.t : null, dims, strides, len: T, convert: true, expandLast: 0, bytes, window: { left, right, offsets, src } };
+}
+
 /** Writes the float32 copy of a mask at ptr (bool: 0 / −∞). */
 function convertMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
+  if (m.window) return convertWindowMask(ctx, m, ptr);
   const n = m.dims[0] * m.dims[1] * m.dims[2];
   const cols = m.dims[3];
   const rowLen = m.expandLast > 0 ? m.expandLast : cols;
   const dst = new Float32Array(ctx.memory.buffer, ptr, n * rowLen);
-  const src = m.t.data as Float32Array | Uint16Array | Uint8Array;
-  const dec = decoder(m.t.dtype);
+  const src = m.t!.data as Float32Array | Uint16Array | Uint8Array;
+  const dec = decoder(m.t!.dtype);
   for (let r = 0; r < n; r++) {
     for (let c = 0; c < rowLen; c++) dst[r * rowLen + c] = dec(src[r * cols + (m.expandLast > 0 ? 0 : c)]);
+  }
+}
+
+function convertWindowMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
+  const [B, H, Sq, T] = m.dims;
+  const { left, right, offsets, src } = m.window!;
+  const dst = new Float32Array(ctx.memory.buffer, ptr, B * H * Sq * T);
+  const data = src ? (src.t!.data as Float32Array | Uint16Array | Uint8Array) : null;
+  const dec = src ? decoder(src.t!.dtype) : null;
+  for (let b = 0; b < B; b++) {
+    for (let h = 0; h < H; h++) {
+      for (let i = 0; i < Sq; i++) {
+        const row = ((b * H + h) * Sq + i) * T;
+        const p = offsets[b] + i;
+        // the attn_mask row this (b, h, i) reads (dims of 1 broadcast), as checkMask laid it out
+        let mRow = 0;
+        if (src) {
+          const [mb, mh, mi, mc] = src.dims;
+          mRow = (((mb === 1 ? 0 : b) * mh + (mh === 1 ? 0 : h)) * mi + (mi === 1 ? 0 : i)) * mc;
+        }
+        for (let j = 0; j < T; j++) {
+          let x = 0;
+          if (src) x = j < src.dims[3] ? dec!(data![mRow + j]) : -Infinity;
+          if ((left >= 0 && p - j > left) || (right >= 0 && j - p > right)) x = -Infinity;
+          dst[row + j] = x;
+        }
+      }
+    }
   }
 }
 
@@ -350,7 +396,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   }
   let maskPlan: AttentionPlan['mask'] = null;
   if (mask) {
-    let ptr = mask.t.byteOffset;
+    let ptr = mask.t ? mask.t.byteOffset : 0;
     if (mask.convert) {
       ptr = sp;
       convertMask(ctx, mask, ptr);
@@ -419,6 +465,9 @@ const onnxAttention: OpDef = {
     softcap: { kind: 'float', default: 0 },
     qk_matmul_output_mode: { kind: 'int', default: 0, values: [0, 1, 2, 3] },
     softmax_precision: { kind: 'int', values: [1, 10, 11, 16] },
+    // Attention-25's sliding window (accepted at every opset: without them nothing changes)
+    left_window_size: { kind: 'int', default: -1 },
+    right_window_size: { kind: 'int', default: -1 },
   },
   run(ctx, inputs, attrs, requests) {
     const op = 'Attention';
@@ -474,6 +523,13 @@ const onnxAttention: OpDef = {
     if (NP) nonpad = readPerBatch(NP, B, T, `${op} input nonpad_kv_seqlen`);
     let mask: MaskInfo | null = null;
     if (M) mask = checkMask(M, [B, Hq, Sq, T], true, `${op} input attn_mask`);
+    const left = attrs.left_window_size as number, right = attrs.right_window_size as number;
+    for (const [name, w] of [['left_window_size', left], ['right_window_size', right]] as const) {
+      if (!Number.isInteger(w) || w < -1) fail('INVALID_ATTRIBUTE', `${op} attribute ${name}: expected -1 (unbounded) or a size >= 0, got ${show(w)}`);
+    }
+    // the offset of each batch entry's first query row: the causal frontier's and the window's
+    const offsets = Array.from({ length: B }, (_, b) => (PK ? P : nonpad ? nonpad[b] - Sq : 0));
+    if (left >= 0 || right >= 0) mask = windowMask(mask, B, Hq, Sq, T, left, right, offsets);
     let scale = attrs.scale as number | undefined;
     if (scale === undefined) scale = 1 / Math.sqrt(D);
     if (!Number.isFinite(scale)) fail('INVALID_ATTRIBUTE', `${op} attribute scale: expected a finite number, got ${scale}`);
@@ -484,7 +540,7 @@ const onnxAttention: OpDef = {
     const k4 = rank === 4 || !!PK; // K read from a [B,H,T,D] layout
     for (let b = 0; b < B; b++) {
       const kvLen = nonpad ? nonpad[b] : T;
-      const diag = causal ? (PK ? P : nonpad ? nonpad[b] - Sq : 0) : null;
+      const diag = causal ? offsets[b] : null;
       seqs.push({
         qOff: rank === 4 ? b * Hq * Sq * D : b * Sq * Hq * D, qLen: Sq,
         kOff: k4 ? b * Hkv * T * D : b * S * Hkv * D,

@@ -241,7 +241,7 @@ export function refTrt(inputs: (Plain | null | undefined)[], attrs: Record<strin
   return { dtype: Q!.dtype, shape, values, slack: sl };
 }
 
-/** ONNX Attention-23/24: [Y, present_key, present_value, qk_matmul_output]. */
+/** ONNX Attention-23/24 (and 25's sliding window): [Y, present_key, present_value, qk_matmul_output]. */
 export function refOnnx(inputs: (Plain | null | undefined)[], attrs: Record<string, unknown>): RefOut[] {
   const [Q, K, V, M, PK, PV, NP] = inputs;
   const rank = Q!.shape.length;
@@ -259,7 +259,10 @@ export function refOnnx(inputs: (Plain | null | undefined)[], attrs: Record<stri
   const mk = maskFn(M, true);
   const causal = attrs.is_causal === 1;
   const offset = (b: number) => (PK ? P : np ? np[b] - Sq : 0);
-  const visible = (b: number, h: number, i: number, j: number) => (!causal || j <= i + offset(b)) && (!np || j < np[b]) && mk.vis(b, h, i, j);
+  // Attention-25's sliding window: position p = offset + i sees p − left ≤ j ≤ p + right (−1: unbounded)
+  const left = (attrs.left_window_size as number) ?? -1, right = (attrs.right_window_size as number) ?? -1;
+  const inWindow = (b: number, i: number, j: number) => (left < 0 || i + offset(b) - j <= left) && (right < 0 || j - i - offset(b) <= right);
+  const visible = (b: number, h: number, i: number, j: number) => (!causal || j <= i + offset(b)) && (!np || j < np[b]) && inWindow(b, i, j) && mk.vis(b, h, i, j);
   const scale = (attrs.scale as number) ?? 1 / Math.sqrt(D);
   const softcap = (attrs.softcap as number) ?? 0;
   const core: Core = {
