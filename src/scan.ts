@@ -58,8 +58,20 @@ function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): 
   throw new KernelError(code, msg);
 }
 
+/** The carry dtypes of the fused scan kernels (one kernel call for the whole scan). */
 function dtypesFor(name: CombineName): string[] {
   return name === 'logaddexp' ? ['float32', 'float64'] : ['float32', 'float64', 'int32'];
+}
+
+/**
+ * The carry dtypes a combiner takes on the host, step by step (ek.scan falls back to its
+ * step loop for them): the other integers (add / mul wrap at the type's width, as PyTorch's
+ * do) and float16 / bfloat16 (computed in float32 and rounded once to nearest even, as
+ * PyTorch's CPU ops do; logaddexp only for these two of them).
+ */
+function hostDtypesFor(name: CombineName): string[] {
+  const half = ['float16', 'bfloat16'];
+  return name === 'logaddexp' ? half : [...half, 'int8', 'int16', 'int64', 'uint8', 'uint16', 'uint32', 'uint64'];
 }
 
 // ---- pytrees ---------------------------------------------------------------------
@@ -552,6 +564,43 @@ function broadcastIndex(shape: readonly number[], out: readonly number[]): Int32
   return idx;
 }
 
+/** out = c ⊕ x (broadcast) for the host dtypes (see hostDtypesFor). */
+function hostCombine(ek: Kernels, name: CombineName, c: Tensor, x: Tensor, out: Tensor): void {
+  const ia = broadcastIndex(c.shape, out.shape), ib = broadcastIndex(x.shape, out.shape);
+  const n = out.size;
+  if (c.dtype === 'float16' || c.dtype === 'bfloat16') {
+    // widen exactly, combine in float32 (the Float32Array store rounds), round once back
+    const temps: Tensor[] = [];
+    try {
+      const [cf] = ek.run('Cast', [c], { to: 'float32' }) as Tensor[];
+      temps.push(cf);
+      const [xf] = ek.run('Cast', [x], { to: 'float32' }) as Tensor[];
+      temps.push(xf);
+      const of = ek.tensor('float32', out.shape);
+      temps.push(of);
+      const a = cf.data as Float32Array, b = xf.data as Float32Array, o = of.data as Float32Array, g = JS_OPS[name];
+      for (let i = 0; i < n; i++) o[i] = g(a[ia[i]], b[ib[i]], false);
+      ek.run('Cast', [of], { to: c.dtype }, { outputs: [out] });
+    } finally {
+      for (const t of temps) t.dispose();
+    }
+    return;
+  }
+  if (c.dtype === 'int64' || c.dtype === 'uint64') {
+    // BigInt64Array / BigUint64Array stores wrap modulo 2^64
+    const a = c.data as BigInt64Array, b = x.data as BigInt64Array, o = out.data as BigInt64Array;
+    for (let i = 0; i < n; i++) {
+      const u = a[ia[i]], v = b[ib[i]];
+      o[i] = name === 'add' ? u + v : name === 'mul' ? u * v : name === 'max' ? (u > v ? u : v) : u < v ? u : v;
+    }
+    return;
+  }
+  // int8 / int16 / uint8 / uint16 / uint32: Math.imul keeps the low 32 bits of a product and
+  // the typed-array store wraps to the type's width
+  const a = c.data as Int32Array, b = x.data as Int32Array, o = out.data as Int32Array, g = JS_OPS[name];
+  for (let i = 0; i < n; i++) o[i] = g(a[ia[i]], b[ib[i]], true);
+}
+
 function makeCombiner(ek: Kernels, name: CombineName): Combiner {
   const op = OP_CODE[name];
   const f = (carry: unknown, x: unknown): [Tensor, Tensor] => {
@@ -562,7 +611,10 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
     }
     const cm = metaOf(carry, `${what} carry`), xm = metaOf(x, `${what} x`);
     if (cm.info !== xm.info) fail('INVALID_DTYPE', `${what} x: expected dtype ${cm.info.name} (the carry's), got ${xm.info.name}`);
-    if (!dtypesFor(name).includes(cm.info.name)) fail('INVALID_DTYPE', `${what} carry: expected ${dtypesFor(name).join(' or ')}, got ${cm.info.name}`);
+    const kernel = dtypesFor(name).includes(cm.info.name);
+    if (!kernel && !hostDtypesFor(name).includes(cm.info.name)) {
+      fail('INVALID_DTYPE', `${what} carry: expected ${[...dtypesFor(name), ...hostDtypesFor(name)].join(', ')}, got ${cm.info.name}`);
+    }
     const shape = broadcastShape(cm.shape, xm.shape, what);
     const temps: Tensor[] = [];
     let next: Tensor | null = null;
@@ -570,7 +622,9 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       const c = asTensor(ek, carry, `${what} carry`, temps);
       const xt = asTensor(ek, x, `${what} x`, temps);
       next = ek.tensor(cm.info.name, shape);
-      if (sameShape(c.shape, xt.shape)) {
+      if (!kernel) {
+        hostCombine(ek, name, c, xt, next);
+      } else if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
         guards(ek, `combine.${name}`);
       } else {

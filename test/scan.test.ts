@@ -483,12 +483,91 @@ describe('scan: rules and errors', () => {
     expectKernelError(() => ek.scan(ek.combine.add, c, []), 'INVALID_ARGUMENT', /xs: expected at least one tensor/);
     expectKernelError(() => ek.scan(ek.combine.add, c, null, { length: 2 }), 'MISSING_INPUT', /x is required/);
     expectKernelError(() => ek.combine.add(c, ek.tensor('int32', [2])), 'INVALID_DTYPE', /expected dtype float32/);
-    expectKernelError(() => ek.combine.logaddexp(ek.tensor('int32', [2]), ek.tensor('int32', [2])), 'INVALID_DTYPE', /float32 or float64, got int32/);
+    expectKernelError(() => ek.combine.logaddexp(ek.tensor('int32', [2]), ek.tensor('int32', [2])), 'INVALID_DTYPE', /float32, float64, float16, bfloat16, got int32/);
+    expectKernelError(() => ek.combine.add(ek.tensor('bool', [2]), ek.tensor('bool', [2])), 'INVALID_DTYPE', /carry: expected .*got bool/);
+    expectKernelError(() => ek.combine.max(ek.tensor('float8e4m3fn', [2]), ek.tensor('float8e4m3fn', [2])), 'INVALID_DTYPE', /got float8e4m3fn/);
     expectKernelError(() => ek.combine.add(c, ek.tensor('float32', [3])), 'INVALID_SHAPE', /do not broadcast/);
     const d = c;
     d.dispose();
     expectKernelError(() => ek.scan(ek.combine.add, d, x), 'DISPOSED');
     x.dispose();
+  });
+});
+
+describe('scan: combiners over the host dtypes (no fused kernel: step by step)', () => {
+  // int64 / uint64 wrap modulo 2^64, the narrower integers at their width (PyTorch's integer
+  // ops); float16 / bfloat16 are combined in float32 and rounded once to nearest even
+  const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
+  const bf16 = (x: number): number => { f32[0] = x; const b = u32[0]; return (b + 0x7fff + ((b >> 16) & 1)) >>> 16; };
+  const fromBf16 = (h: number): number => { u32[0] = h << 16; return f32[0]; };
+  it('int64 and uint64: scan add / mul / max / min against BigInt arithmetic, reverse', () => {
+    const r = rng(71);
+    for (const dt of ['int64', 'uint64'] as const) {
+      const wrap = (v: bigint) => (dt === 'int64' ? BigInt.asIntN(64, v) : BigInt.asUintN(64, v));
+      for (const op of ['add', 'mul', 'max', 'min'] as const) {
+        for (const reverse of [false, true]) {
+          const N = 7, L = 3;
+          const xs = Array.from({ length: N * L }, () => wrap(BigInt(Math.floor((r() - 0.5) * 2 ** 52)) * (op === 'add' ? 4096n : 1n)));
+          const init = Array.from({ length: L }, () => wrap(BigInt(Math.floor(r() * 1000))));
+          const [c, ys] = ek.scan(ek.combine[op], { dtype: dt, shape: [L], data: init.map(String) }, { dtype: dt, shape: [N, L], data: xs.map(String) }, { reverse }) as [Tensor, Tensor];
+          const acc = [...init];
+          const want = new Array<bigint>(N * L);
+          for (let s = 0; s < N; s++) {
+            const t = reverse ? N - 1 - s : s;
+            for (let l = 0; l < L; l++) {
+              const a = acc[l], b = xs[t * L + l];
+              acc[l] = wrap(op === 'add' ? a + b : op === 'mul' ? a * b : op === 'max' ? (a > b ? a : b) : a < b ? a : b);
+              want[t * L + l] = acc[l];
+            }
+          }
+          expect(Array.from(ys.data as BigInt64Array), `${dt} ${op} ${reverse}`).toEqual(want);
+          expect(Array.from(c.data as BigInt64Array)).toEqual(acc);
+          c.dispose();
+          ys.dispose();
+        }
+      }
+    }
+  });
+  it('int8 / int16 / uint8 / uint16 / uint32 add and mul wrap at the type width', () => {
+    const cases: [string, number[], number[], (v: number) => number][] = [
+      ['int8', [100, -100, 7], [100, -100, 127], (v) => ((v << 24) >> 24)],
+      ['uint8', [200, 3, 255], [100, 255, 255], (v) => v & 0xff],
+      ['int16', [30000, -30000, 181], [30000, -30000, 181], (v) => ((v << 16) >> 16)],
+      ['uint16', [65535, 2, 300], [1, 65535, 300], (v) => v & 0xffff],
+      ['uint32', [4294967295, 65536, 3], [1, 65536, 4294967295], (v) => v >>> 0],
+    ];
+    for (const [dt, a, b, wrap] of cases) {
+      const [s] = ek.combine.add({ dtype: dt, shape: [3], data: a }, { dtype: dt, shape: [3], data: b });
+      expect(Array.from(s.data as Int32Array), `${dt} add`).toEqual(a.map((x, i) => wrap(x + b[i])));
+      const [m] = ek.combine.mul({ dtype: dt, shape: [3], data: a }, { dtype: dt, shape: [3], data: b });
+      expect(Array.from(m.data as Int32Array), `${dt} mul`).toEqual(a.map((x, i) => wrap(Math.imul(x, b[i]))));
+      s.dispose();
+      m.dispose();
+    }
+  });
+  it('bfloat16 / float16: combined in float32, rounded once; a scan equals the float32 steps rounded each step', () => {
+    const r = rng(72);
+    const N = 9, L = 4;
+    const xsBits = Array.from({ length: N * L }, () => bf16((r() - 0.5) * 10));
+    const initBits = Array.from({ length: L }, () => bf16(r()));
+    for (const op of ['add', 'mul', 'max', 'logaddexp'] as const) {
+      const [c, ys] = ek.scan(ek.combine[op], { dtype: 'bfloat16', shape: [L], data: initBits }, { dtype: 'bfloat16', shape: [N, L], data: xsBits }) as [Tensor, Tensor];
+      const acc = initBits.map(fromBf16);
+      for (let s = 0; s < N; s++) {
+        for (let l = 0; l < L; l++) {
+          const a = acc[l], b = fromBf16(xsBits[s * L + l]);
+          const v = op === 'add' ? a + b : op === 'mul' ? a * b : op === 'max' ? Math.max(a, b) : logaddexp(a, b);
+          acc[l] = fromBf16(bf16(Math.fround(v)));
+          expect((ys.data as Uint16Array)[s * L + l], `${op} step ${s} lane ${l}`).toBe(bf16(acc[l]));
+        }
+      }
+      c.dispose();
+      ys.dispose();
+    }
+    // float16: 1 + 2^-11 is the tie between 1 and 1 + 2^-10 and rounds to even (1); 1 + 2^-10 is exact
+    const [s] = ek.combine.add({ dtype: 'float16', shape: [2], data: [0x3c00, 0x3c00] }, { dtype: 'float16', shape: [2], data: [0x1000, 0x1400] });
+    expect(Array.from(s.data as Uint16Array)).toEqual([0x3c00, 0x3c01]);
+    s.dispose();
   });
 });
 
