@@ -291,6 +291,7 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
   // init
   const initLeaves: Leaf[] = [];
   const initSpec = flatten(init, 'init', initLeaves);
+  if (initLeaves.length === 0) fail('INVALID_ARGUMENT', `scan init: expected at least one tensor (PyTorch's scan requires init leaves), got ${showSpec(initSpec)}`);
   const initMeta = initLeaves.map((l) => metaOf(l.value, l.path));
   initLeaves.forEach((l, i) => {
     if (l.value instanceof Tensor) checkOwned(ek, l.value, l.path);

@@ -481,6 +481,8 @@ describe('scan: rules and errors', () => {
     expectKernelError(() => ek.scan(ek.combine.add, c, [x, ek.tensor('float32', [4])]), 'INVALID_SHAPE', /xs\[1\]: expected length 3 along dim 0/);
     expectKernelError(() => ek.scan(ek.combine.add, c, ek.tensor('float32', [])), 'INVALID_SHAPE', /expected rank >= 1/);
     expectKernelError(() => ek.scan(ek.combine.add, c, []), 'INVALID_ARGUMENT', /xs: expected at least one tensor/);
+    expectKernelError(() => ek.scan((cc: unknown) => [cc, x], [], x), 'INVALID_ARGUMENT', /init: expected at least one tensor.*requires init leaves/);
+    expectKernelError(() => ek.scan((cc: unknown) => [cc, x], { a: null }, x), 'INVALID_ARGUMENT', /init: expected at least one tensor/);
     expectKernelError(() => ek.scan(ek.combine.add, c, null, { length: 2 }), 'MISSING_INPUT', /x is required/);
     expectKernelError(() => ek.combine.add(c, ek.tensor('int32', [2])), 'INVALID_DTYPE', /expected dtype float32/);
     expectKernelError(() => ek.combine.logaddexp(ek.tensor('int32', [2]), ek.tensor('int32', [2])), 'INVALID_DTYPE', /float32, float64, float16, bfloat16, got int32/);
