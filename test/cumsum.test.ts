@@ -78,6 +78,27 @@ describe('CumSum against the reference', () => {
     }
   });
 
+  it('uint32 and uint64 wrap modulo 2^32 / 2^64 (the signed kernels: same bits)', () => {
+    let seed = 70;
+    for (const shape of SHAPES) {
+      for (let axis = 0; axis < shape.length; axis++) {
+        for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+          const r = rng(seed++);
+          const n = sizeOf(shape);
+          const d64 = Array.from({ length: n }, () => BigInt.asUintN(64, BigInt(Math.floor(r() * 2 ** 53)) * 4099n + (1n << 63n)));
+          const [y64] = ek.run('CumSum', [{ dtype: 'uint64', shape, data: d64 }, { dtype: 'int32', shape: [], data: [axis] }], { exclusive, reverse }) as [{ data: BigUint64Array; dispose(): void }];
+          expect(Array.from(y64.data)).toEqual(refCumsumI64(d64, shape, axis, !!reverse, !!exclusive).map((v) => BigInt.asUintN(64, v)));
+          y64.dispose();
+          const d32 = Array.from({ length: n }, () => Math.floor(r() * 2 ** 32));
+          const [y32] = ek.run('CumSum', [{ dtype: 'uint32', shape, data: d32 }, { dtype: 'int64', shape: [], data: [BigInt(axis)] }], { exclusive, reverse }) as [{ data: Uint32Array; dispose(): void }];
+          const want = refCumsumI64(d32.map(BigInt), shape, axis, !!reverse, !!exclusive).map((v) => Number(BigInt.asUintN(32, v)));
+          expect(Array.from(y32.data)).toEqual(want);
+          y32.dispose();
+        }
+      }
+    }
+  });
+
   it('float16 and bfloat16: float32 carries, every output rounded to nearest even', () => {
     let seed = 90;
     for (const [dtype, decode, encode] of [['float16', f16ToF32, toF16Bits], ['bfloat16', bf16ToF32, toBf16Bits]] as const) {

@@ -3,15 +3,17 @@
  * negative counts from the end); `exclusive` starts from 0 instead of x[0]; `reverse`
  * sums from the end. float32 / float64 / int32 run the fused add scan (assembly/scan.ts:
  * lanes-vectorized when the axis is not innermost, in-register prefix scan when it is);
- * int64 wraps modulo 2^64; float16 / bfloat16 accumulate in float32 and round every
- * output to the storage type (round to nearest even).
+ * int64 wraps modulo 2^64; uint32 / uint64 run the int32 / int64 kernels (a wrapping sum
+ * has the same bits signed or unsigned); float16 / bfloat16 accumulate in float32 and round
+ * every output to the storage type (round to nearest even).
  */
 import { show } from '../errors.js';
 import { fail, product, readInts } from './checks.js';
 import type { OpDef } from './registry.js';
 
-const DTYPES = ['float32', 'float64', 'int32', 'int64', 'float16', 'bfloat16'];
-const SCAN_KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32' };
+// every dtype of CumSum-14's T
+const DTYPES = ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64', 'float16', 'bfloat16'];
+const SCAN_KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32', uint32: 'scanI32' };
 
 const cumsum: OpDef = {
   name: 'CumSum',
@@ -38,7 +40,7 @@ const cumsum: OpDef = {
     const flags = (attrs.reverse ? 1 : 0) | (attrs.exclusive ? 2 : 0);
     const k = SCAN_KERNEL[x!.dtype];
     if (k) ctx.exports[k](x!.byteOffset, y.byteOffset, 0, 0, O, N, I, 0, flags);
-    else if (x!.dtype === 'int64') ctx.exports.cumsumI64(x!.byteOffset, y.byteOffset, O, N, I, flags);
+    else if (x!.dtype === 'int64' || x!.dtype === 'uint64') ctx.exports.cumsumI64(x!.byteOffset, y.byteOffset, O, N, I, flags);
     else ctx.exports.cumsumHalf(x!.byteOffset, y.byteOffset, ctx.scratch(4 * I), O, N, I, flags, x!.dtype === 'bfloat16' ? 1 : 0);
     return [y];
   },
