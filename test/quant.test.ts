@@ -166,6 +166,16 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
     expect(unpack(y2.data, 5, 2)).toEqual([0, 2, 0, 3, 2]);
   });
 
+  it('int32 scales (QuantizeLinear-25 T2): x / s in float32, per tensor and per axis', () => {
+    const [y] = ek.run('QuantizeLinear', [{ dtype: 'int32', shape: [6], data: [10, -7, 5, 3, 1000, -1001] }, { dtype: 'int32', shape: [], data: [2] }], { output_dtype: 'int8' }) as [{ data: Int8Array; dispose(): void }];
+    expect(Array.from(y.data)).toEqual([5, -4, 2, 2, 127, -128]); // −3.5 → −4, 2.5 → 2, 1.5 → 2: ties to even
+    y.dispose();
+    const [ya] = ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [2, 2], data: [9, 9, -9, -9] }, { dtype: 'int32', shape: [2], data: [3, 6] }, { dtype: 'uint8', shape: [2], data: [10, 20] }], { axis: 1 }) as [{ data: Uint8Array; dispose(): void }];
+    expect(Array.from(ya.data)).toEqual([13, 22, 7, 18]); // 9/6 = 1.5 → 2, −9/6 = −1.5 → −2
+    ya.dispose();
+    expectKernelError(() => ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [1], data: [1] }, { dtype: 'int32', shape: [], data: [0] }]), 'INVALID_VALUE', /non-zero scale/);
+  });
+
   it('float8 saturate=0 gives NaN / Inf beyond the range; float4e2m1 saturates', () => {
     const xs = [1000, -1000, 1e6, 3];
     const run = (t: string, saturate: number) => Array.from((ek.run('QuantizeLinear', [{ dtype: 'float32', shape: [4], data: xs }, { dtype: 'float32', shape: [], data: [2] }], { output_dtype: t, saturate })[0] as { data: Uint8Array }).data);

@@ -36,6 +36,8 @@ const Q_TYPES: readonly DType[] = [
   'float8e4m3fn', 'float8e4m3fnuz', 'float8e5m2', 'float8e5m2fnuz', 'float4e2m1',
 ];
 const SCALE_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'float8e8m0'];
+// QuantizeLinear-25's T2 adds int32 (an integer scale: x / s is computed in float32)
+const Q_SCALE_TYPES: readonly DType[] = [...SCALE_TYPES, 'int32'];
 const Q_X_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'int32'];
 const DQ_X_TYPES: readonly DType[] = [...Q_TYPES, 'int32'];
 const DQ_OUT_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
@@ -320,7 +322,8 @@ function scaleZpPointers(ctx: OpContext, base: number, scale: Tensor, zp: Tensor
   const sPtr = base;
   const zPtr = useZp ? sPtr + align16(count * 4) : 0;
   const tmp = (useZp ? zPtr : sPtr) + align16(count * 4);
-  ctx.exports.decodeToF32(scale.byteOffset, sPtr, count, scale.info.onnx, tmp);
+  if (scale.dtype === 'int32') new Float32Array(ctx.memory.buffer, sPtr, count).set(scale.data as Int32Array);
+  else ctx.exports.decodeToF32(scale.byteOffset, sPtr, count, scale.info.onnx, tmp);
   if (useZp) {
     if (zp!.dtype === 'int32') new Float32Array(ctx.memory.buffer, zPtr, count).set(zp!.data as Int32Array);
     else ctx.exports.decodeToF32(zp!.byteOffset, zPtr, count, zp!.info.onnx, tmp);
@@ -342,7 +345,7 @@ const quantizeLinear: OpDef = {
   run(ctx, [x, scale, zp], attrs, outs) {
     const op = 'QuantizeLinear';
     if (!Q_X_TYPES.includes(x!.dtype)) fail('INVALID_DTYPE', `${op} input x: expected ${Q_X_TYPES.join(', ')}, got ${x!.dtype}`);
-    if (!SCALE_TYPES.includes(scale!.dtype)) fail('INVALID_DTYPE', `${op} input y_scale: expected ${SCALE_TYPES.join(', ')}, got ${scale!.dtype}`);
+    if (!Q_SCALE_TYPES.includes(scale!.dtype)) fail('INVALID_DTYPE', `${op} input y_scale: expected ${Q_SCALE_TYPES.join(', ')}, got ${scale!.dtype}`);
     const od = dtypeAttr(op, 'output_dtype', attrs.output_dtype);
     if (od && zp && od.name !== zp.dtype) fail('INVALID_DTYPE', `${op} input y_zero_point: its dtype must equal output_dtype ${od.name}, got ${zp.dtype}`);
     const out = (zp?.info ?? od ?? DTYPES.uint8).name;
