@@ -40,7 +40,8 @@
 //     saturating, else to the overflow code (NaN for e4m3fn, Inf for e5m2/float16,
 //     0x80 for the fnuz types); float4e2m1 always saturates (no Inf/NaN codes).
 //   * NaN inputs become the type's NaN (sign kept for e4m3fn/e5m2/float16; fnuz: 0x80;
-//     float4e2m1, which has none: 0x8 for +NaN, 0x0 for −NaN, as ONNX's reference (ml_dtypes) does). The fnuz types have no −0: the sign is
+//     float4e2m1, which has none: 0x8 for +NaN, 0x0 for −NaN, as ONNX's reference —
+//     ml_dtypes — does). The fnuz types have no −0: the sign is
 //     attached only to codes 1…0x7F.
 // Minifloat → float32 is exact: put the magnitude code's bits at the float32 mantissa's
 // top (code << (23 − M)), read it as a float32 (a tiny normal or subnormal float32 with
@@ -659,7 +660,8 @@ function f32ToBool(src: usize, dst: usize, n: usize): void {
  * Cast stage: n float32 values at src → dtype `code` at dst. Float targets round to
  * nearest even (float8 saturation per `saturate`, float8e8m0 per `roundMode` 0 up,
  * 1 down, 2 nearest); integer targets truncate toward zero and saturate to the target's
- * range (NaN → 0), except the 4-bit and 2-bit ones, which wrap (f32ToLowBits); bool is x ≠ 0. Packed targets: `tmp` is scratch of n bytes.
+ * range (NaN → 0), except the 4-bit and 2-bit ones, which wrap (f32ToLowBits); bool is
+ * x ≠ 0. Packed targets: `tmp` is scratch of n bytes.
  */
 export function encodeFromF32(src: usize, dst: usize, n: usize, code: i32, saturate: bool, roundMode: i32, tmp: usize): void {
   switch (code) {
