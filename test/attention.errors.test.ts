@@ -64,7 +64,8 @@ describe('TRT_Attention rejects bad input with nothing written', () => {
     bad('TRT_Attention', [Q, K, V, t('bool', [4, 5])], {}, 'INVALID_SHAPE', /does not broadcast/, out);
     bad('TRT_Attention', [Q, K, V, t('float32', [3, 4])], {}, 'INVALID_SHAPE', /key dim must be 1 or 5/, out);
     bad('TRT_Attention', [Q, K, V, t('float32', [1, 1, 1, 3, 5])], {}, 'INVALID_SHAPE', /rank/, out);
-    bad('TRT_Attention', [Q, K, V, ek.tensor('int32', [3, 5])], {}, 'INVALID_DTYPE', /attn_mask/, out);
+    bad('TRT_Attention', [Q, K, V, ek.tensor('float8e4m3fn', [3, 5])], {}, 'INVALID_DTYPE', /attn_mask: expected bool .*got float8e4m3fn/, out);
+    bad('Attention', [Q, K, V, ek.tensor('int4', [3, 5])], {}, 'INVALID_DTYPE', /attn_mask: expected bool .*got int4/, out);
   });
   it('attributes and dtypes', () => {
     const Q = t('float32', [1, 2, 3, 4]), K = t('float32', [1, 2, 5, 4]), V = t('float32', [1, 2, 5, 4]);

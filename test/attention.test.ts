@@ -39,6 +39,12 @@ function plain(dtype: string, shape: number[], r: () => number): Plain {
 function maskPlain(kind: string, dims: number[], r: () => number): Plain {
   const n = dims.reduce((a, x) => a * x, 1);
   if (kind === 'bool') return { dtype: 'bool', shape: dims, data: Array.from({ length: n }, () => (r() < 0.8 ? 1 : 0)) };
+  if (kind === 'int') {
+    // integer masks are additive too (ONNX Attention's U; TRT: "other types are added")
+    const dtype = ['int8', 'int32', 'int64', 'uint8'][Math.floor(r() * 4)];
+    const vals = Array.from({ length: n }, () => Math.floor(r() * 5) - (dtype === 'uint8' ? 0 : 2));
+    return { dtype, shape: dims, data: dtype === 'int64' ? vals.map(String) : vals } as Plain;
+  }
   return { dtype: 'float32', shape: dims, data: Array.from({ length: n }, () => (r() < 0.1 ? -Infinity : Math.fround(r() * 4 - 2))) };
 }
 
@@ -100,7 +106,7 @@ const trtArb = fc.record({
   qLensGiven: fc.boolean(),
   kvLensGiven: fc.boolean(),
   causal: fc.constantFrom('none', 'upper_left', 'lower_right'),
-  mask: fc.constantFrom('none', 'bool', 'float'),
+  mask: fc.constantFrom('none', 'bool', 'float', 'int'),
   maskRank: fc.integer({ min: 0, max: 4 }),
   maskBroadcast: fc.array(fc.boolean(), { minLength: 4, maxLength: 4 }),
   norm: fc.constantFrom('softmax', 'softmax', 'none'),
@@ -265,7 +271,7 @@ const onnxArb = fc.record({
   P: fc.oneof(fc.constant(-1), fc.constant(0), fc.integer({ min: 0, max: 70 })),
   causal: fc.boolean(),
   nonpad: fc.boolean(),
-  mask: fc.constantFrom('none', 'bool', 'float'),
+  mask: fc.constantFrom('none', 'bool', 'float', 'int'),
   maskRank: fc.integer({ min: 1, max: 4 }),
   maskBroadcast: fc.array(fc.boolean(), { minLength: 3, maxLength: 3 }),
   maskShort: fc.integer({ min: 0, max: 5 }),

@@ -14,6 +14,9 @@ import { fail, readCumulative, readInts } from './checks.js';
 import type { Attrs, OpContext, OpDef, OutputRequest, OutputSpec } from './registry.js';
 
 const FLOATS = ['float32', 'float16', 'bfloat16'] as const;
+// additive masks of the other numeric types of ONNX Attention's U (and TRT's "other types
+// are added"): converted to float32 like float16 / bfloat16 masks
+const ADDITIVE_MASKS = ['float64', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64'];
 const DT_CODE: Record<string, number> = { float32: 0, float16: 1, bfloat16: 2 };
 const NO_DIAG = 0x3fffffff;
 const PARAM_SLOTS = 37;
@@ -221,8 +224,8 @@ interface MaskInfo {
  * than Nkv (the missing keys are hidden). TRT rules: every dim equals the target or 1.
  */
 function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): MaskInfo {
-  if (t.dtype !== 'bool' && !(FLOATS as readonly string[]).includes(t.dtype)) {
-    fail('INVALID_DTYPE', `${what}: expected bool or a float dtype (float32, float16, bfloat16), got ${t.dtype}`);
+  if (t.dtype !== 'bool' && !(FLOATS as readonly string[]).includes(t.dtype) && !ADDITIVE_MASKS.includes(t.dtype)) {
+    fail('INVALID_DTYPE', `${what}: expected bool (true = attend) or a numeric dtype added to the scores (${[...FLOATS, ...ADDITIVE_MASKS].join(', ')}), got ${t.dtype}`);
   }
   if (t.rank > 4 || (onnx && t.rank < 1)) fail('INVALID_SHAPE', `${what}: expected rank ${onnx ? '1 to 4' : '<= 4'}, got rank ${t.rank} (shape ${shapeOf(t)})`);
   const dims = [...Array(4 - t.rank).fill(1), ...t.shape];
@@ -307,6 +310,7 @@ function convertWindowMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
 
 function decoder(dtype: string): (x: number) => number {
   if (dtype === 'bool') return (x) => (x ? 0 : -Infinity);
+  if (dtype === 'int64' || dtype === 'uint64') return (x) => Number(x as unknown as bigint);
   if (dtype === 'float16') return f16ToF32;
   if (dtype === 'bfloat16') {
     const f = new Float32Array(1), u = new Uint32Array(f.buffer);
