@@ -27,6 +27,7 @@ export function randomData(dtype: string, n: number, r: () => number): number[] 
     const s = r() < 0.5 ? 1 : 0;
     if (dtype === 'float16') out.push((s << 15) | ((10 + Math.floor(r() * 6)) << 10) | Math.floor(r() * 1024));
     else if (dtype === 'bfloat16') out.push((s << 15) | ((122 + Math.floor(r() * 6)) << 7) | Math.floor(r() * 128));
+    else if (dtype === 'float64') out.push(r() * 3 - 1.5); // not float32 values: the kernel's rounding shows
     else out.push(Math.fround((r() * 3 - 1.5)));
   }
   return out;
@@ -278,7 +279,7 @@ const onnxArb = fc.record({
   softcap: fc.constantFrom(0, 0, 1.5),
   scale: fc.constantFrom(undefined, 0.3),
   qkMode: fc.constantFrom(-1, 0, 1, 2, 3),
-  t1: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16'),
+  t1: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16', 'float64'),
   t2: fc.constantFrom('same', 'float32', 'float16'),
   // Attention-25's left_window_size / right_window_size (−1: unbounded; undefined: not given)
   left: fc.constantFrom(undefined, undefined, -1, 0, 1, 3),
@@ -291,7 +292,8 @@ function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string,
   const r = rng(c.seed);
   const { B, Hkv, D, Sq, S } = c;
   const Hq = Hkv * c.G, Dv = c.Dv || D, P = c.P;
-  const t1 = c.t1, t2 = c.t2 === 'same' ? t1 : c.t2;
+  // float64 (computed in float32) pairs only with float64
+  const t1 = c.t1, t2 = c.t2 === 'same' || t1 === 'float64' ? t1 : c.t2;
   const Q = c.rank === 4 ? plain(t1, [B, Hq, Sq, D], r) : plain(t1, [B, Sq, Hq * D], r);
   const K = c.rank === 4 ? plain(t1, [B, Hkv, S, D], r) : plain(t1, [B, S, Hkv * D], r);
   const V = c.rank === 4 ? plain(t2, [B, Hkv, S, Dv], r) : plain(t2, [B, S, Hkv * Dv], r);
@@ -306,7 +308,7 @@ function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string,
     if (c.mask === 'float' && t1 !== 'float32' && (c.seed & 1)) {
       // an additive mask in Q's dtype (float16 / bfloat16 bit patterns, some −∞)
       const n = M.shape.reduce((a, x) => a * x, 1);
-      M = { dtype: t1, shape: M.shape, data: Array.from({ length: n }, () => (r() < 0.1 ? (t1 === 'float16' ? 0xfc00 : 0xff80) : randomData(t1, 1, r)[0])) };
+      M = { dtype: t1, shape: M.shape, data: Array.from({ length: n }, () => (r() < 0.1 ? (t1 === 'float16' ? 0xfc00 : t1 === 'float64' ? -Infinity : 0xff80) : randomData(t1, 1, r)[0])) };
     }
   }
   const NP = c.nonpad ? { dtype: 'int64', shape: [B], data: Array.from({ length: B }, () => String(Math.floor(r() * (T + 1)))) } as unknown as Plain : null;

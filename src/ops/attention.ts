@@ -193,6 +193,11 @@ function floatDtype(t: Tensor, what: string): void {
   if (!(FLOATS as readonly string[]).includes(t.dtype)) fail('INVALID_DTYPE', `${what}: expected float32, float16 or bfloat16, got ${t.dtype}`);
 }
 
+/** ONNX Attention's T1 / T2 add float64 (computed in float32, see execute). */
+function onnxFloatDtype(t: Tensor, what: string): void {
+  if (t.dtype !== 'float64' && !(FLOATS as readonly string[]).includes(t.dtype)) fail('INVALID_DTYPE', `${what}: expected float32, float16, bfloat16 or float64, got ${t.dtype}`);
+}
+
 function shapeOf(t: Tensor): string {
   return show([...t.shape]);
 }
@@ -371,7 +376,16 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // Y skipped (options.outputs[0] = null) still needs rows to write: scratch
   const ySpec = job.outSpecs[0]!;
   const yScratch = produced(0) ? 0 : pad16(ySpec.shape.reduce((a, x) => a * x, 1) * bytesOf(ySpec.dtype)) + 16;
-  const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + kernelBytes + 16;
+  // float64 (ONNX Attention): the kernel reads float32 copies of Q and of the (present) K / V
+  // and writes float32 rows of Y and qk_matmul_output, widened into the outputs afterwards
+  const wide = Q.dtype === 'float64';
+  const kvRows = job.concat ? job.concat.B * job.concat.H * (job.concat.P + job.concat.S) : 0;
+  const kElems = job.concat ? kvRows * job.concat.D : K.size, vElems = job.concat ? kvRows * job.concat.Dv : V.size;
+  const yElems = ySpec.shape.reduce((a, x) => a * x, 1);
+  const qkSpec = job.outSpecs[3];
+  const qkElems = wide && job.qkMode != null && qkSpec ? qkSpec.shape.reduce((a, x) => a * x, 1) : 0;
+  const wideBytes = wide ? pad16(Q.size * 4) + pad16(kElems * 4) + pad16(vElems * 4) + pad16(yElems * 4) + pad16(qkElems * 4) + 80 : 0;
+  const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + wideBytes + kernelBytes + 16;
   const s0 = (ctx.scratch(total) + 15) & ~15;
   const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
   let sp = s0;
@@ -418,16 +432,43 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     sp += yScratch;
   }
   const qkT = job.qkMode != null ? outs[3] : null;
-  const qk = qkT ? { ptr: qkT.byteOffset, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
+  let qPtr = Q.byteOffset, qkPtr = qkT ? qkT.byteOffset : 0;
+  const yOut = yPtr;
+  if (wide) {
+    // float32 copies (round to nearest even) in scratch; Y / qk rows in float32 there too
+    const narrow = (src: number, n: number): number => {
+      const dst = (sp + 15) & ~15;
+      ctx.exports.f64ToF32(src, dst, n, 0);
+      sp = dst + pad16(n * 4);
+      return dst;
+    };
+    qPtr = narrow(Q.byteOffset, Q.size);
+    kPtr = narrow(kPtr, kElems);
+    vPtr = narrow(vPtr, vElems);
+    yPtr = (sp + 15) & ~15;
+    sp = yPtr + pad16(yElems * 4);
+    if (qkT) {
+      qkPtr = (sp + 15) & ~15;
+      sp = qkPtr + pad16(qkElems * 4);
+    }
+  }
+  const qk = qkT ? { ptr: qkPtr, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
+  const f32 = (d: string) => (wide ? 'float32' : d);
   const full: AttentionPlan = {
-    q: Q.byteOffset, k: kPtr, v: vPtr, out: yPtr,
+    q: qPtr, k: kPtr, v: vPtr, out: yPtr,
     Hq: plan.Hq, Hkv: plan.Hkv, D: plan.D, Dv: plan.Dv, seqs: plan.seqs,
     qHS: plan.qHS, qTS: plan.qTS, kHS: plan.kHS, kTS: plan.kTS, vHS: plan.vHS, vTS: plan.vTS, oHS: plan.oHS, oTS: plan.oTS,
-    qDtype: plan.qDtype, kDtype: plan.kDtype, vDtype: plan.vDtype, outDtype: plan.outDtype,
+    qDtype: f32(plan.qDtype), kDtype: f32(plan.kDtype), vDtype: f32(plan.vDtype), outDtype: f32(plan.outDtype),
     scale: plan.scale, softcap: plan.softcap, mask: maskPlan, norm: plan.norm, quant: plan.quant, qScale: plan.qScale, qk,
   };
   const ySize = ySpec.shape.reduce((a, x) => a * x, 1);
   if (full.seqs.length > 0 && full.Hq > 0 && (Y ? ySize : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
+  if (wide) {
+    // widen the float32 rows into the float64 outputs (exact)
+    const buf = ctx.memory.buffer;
+    if (Y) new Float64Array(buf, yOut, yElems).set(new Float32Array(buf, yPtr, yElems));
+    if (qkT) new Float64Array(buf, qkT.byteOffset, qkElems).set(new Float32Array(buf, qkPtr, qkElems));
+  }
   return outs;
 }
 
@@ -436,7 +477,7 @@ function pad16(n: number): number {
 }
 
 function bytesOf(dtype: string): number {
-  return dtype === 'float32' ? 4 : 2;
+  return dtype === 'float64' ? 8 : dtype === 'float32' ? 4 : 2;
 }
 
 /** dst [B,H,P+S,D] ← past [B,H,P,D] then new rows (4D [B,H,S,D] or 3D [B,S,H·D]). */
@@ -477,10 +518,11 @@ const onnxAttention: OpDef = {
     const op = 'Attention';
     const [Q, K, V, M, PK, PV, NP] = inputs as (Tensor | null)[];
     const q = Q!, k = K!, v = V!;
-    floatDtype(q, `${op} input Q`);
-    floatDtype(k, `${op} input K`);
-    floatDtype(v, `${op} input V`);
+    onnxFloatDtype(q, `${op} input Q`);
+    onnxFloatDtype(k, `${op} input K`);
+    onnxFloatDtype(v, `${op} input V`);
     if (k.dtype !== q.dtype) fail('INVALID_DTYPE', `${op} input K: expected ${q.dtype} (Q's dtype), got ${k.dtype}`);
+    if ((q.dtype === 'float64') !== (v.dtype === 'float64')) fail('INVALID_DTYPE', `${op} input V: float64 V needs float64 Q and K and the other way round, got Q ${q.dtype} and V ${v.dtype}`);
     const rank = q.rank;
     if (rank !== 3 && rank !== 4) fail('INVALID_SHAPE', `${op} input Q: expected rank 3 or 4, got rank ${rank} (shape ${shapeOf(q)})`);
     if (k.rank !== rank) fail('INVALID_SHAPE', `${op} input K: expected rank ${rank} (Q's rank), got ${k.rank}`);
