@@ -17,7 +17,7 @@
  *    positions are kept (row p mod W), at most W tokens per append, and lengths may grow
  *    up to `capacity` (default: unbounded, 2^31 − 1).
  */
-import { dtypeInfo } from './dtypes.js';
+import { dtypeInfo, findDType } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { llmKernels } from './llm/kernels.js';
@@ -78,6 +78,16 @@ function bad(code: ConstructorParameters<typeof KernelError>[0], msg: string): n
   throw new KernelError(code, msg);
 }
 
+/** Unknown option names are errors (a misspelled `windw` or `casual` must not be ignored). */
+function knownOptions(opts: object, allowed: readonly string[], what: string): void {
+  for (const key in opts) {
+    if (!allowed.includes(key)) bad('INVALID_ARGUMENT', `${what}: unknown option ${show(key)} (expected ${allowed.join(', ')})`);
+  }
+}
+const CACHE_OPTIONS = ['layers', 'batch', 'kvHeads', 'headDim', 'capacity', 'dtype', 'queryHeads', 'window'] as const;
+const APPEND_OPTIONS = ['lengths'] as const;
+const ATTEND_OPTIONS = ['scale', 'causal', 'out', 'impl'] as const;
+
 function posInt(v: unknown, what: string, min = 1): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) bad('INVALID_ARGUMENT', `kvCache ${what}: expected an integer >= ${min}, got ${show(v)}`);
   return v as number;
@@ -113,12 +123,14 @@ export class KVCache {
   /** @internal — use ek.kvCache(). */
   constructor(ek: Kernels, opts: KVCacheOptions) {
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache options: expected an object, got ${show(opts)}`);
+    knownOptions(opts, CACHE_OPTIONS, 'kvCache options');
     this.ek = ek;
     this.layers = posInt(opts.layers, 'layers');
     this.batch = posInt(opts.batch, 'batch');
     this.kvHeads = posInt(opts.kvHeads, 'kvHeads');
     this.headDim = posInt(opts.headDim, 'headDim');
-    const dtype = opts.dtype ?? 'float32';
+    // a dtype name or its ONNX TensorProto code, as everywhere else
+    const dtype = opts.dtype === undefined ? 'float32' : (findDType(opts.dtype)?.name ?? opts.dtype);
     if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16', 'bfloat16', 'int8' or 'float8e4m3fn', got ${show(dtype)}`);
     this.dtype = dtype as StorageDtype;
     this.elemBytes = this.dtype === 'float32' ? 4 : SCALED(this.dtype) ? 1 : 2;
@@ -133,10 +145,12 @@ export class KVCache {
       this.capacity = posInt(opts.capacity, 'capacity');
       this.rows = this.capacity;
     }
+    // every option is checked before the first allocation, so a bad one leaks nothing
+    const qh = opts.queryHeads === undefined ? this.kvHeads : posInt(opts.queryHeads, 'queryHeads');
+    if (qh % this.kvHeads !== 0) bad('INVALID_ARGUMENT', `kvCache queryHeads: expected a multiple of kvHeads (${this.kvHeads}), got ${qh}`);
     const total = this.layers * 2 * this.batch * this.kvHeads * this.rows * this.headDim;
     if (total * this.elemBytes > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * this.elemBytes} bytes do not fit a 32-bit memory`);
     this.storage = ek.tensor(this.dtype, [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
-    const qh = opts.queryHeads === undefined ? this.kvHeads : posInt(opts.queryHeads, 'queryHeads');
     let meta: Tensor | null = null;
     try {
       if (SCALED(this.dtype)) this.scales = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]);
@@ -306,6 +320,7 @@ export class KVCache {
     const B = this.batch, Hkv = this.kvHeads, D = this.headDim;
     this.checkInput(q, 'q', false);
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.attend options: expected an object, got ${show(opts)}`);
+    knownOptions(opts, ATTEND_OPTIONS, 'kvCache.attend options');
     const scale = opts.scale ?? 1 / Math.sqrt(D);
     if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
     if (opts.impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(opts.impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(opts.impl)}`);
@@ -539,6 +554,7 @@ export class KVCache {
   private readCounts(opts: AppendOptions, packed: boolean, S: number): Int32Array {
     const B = this.batch;
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.append options: expected an object, got ${show(opts)}`);
+    knownOptions(opts, APPEND_OPTIONS, 'kvCache.append options');
     const l = opts.lengths;
     const out = new Int32Array(B);
     if (l === undefined) {

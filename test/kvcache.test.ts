@@ -75,6 +75,33 @@ describe('KVCache construction and views', () => {
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4 }), 'INVALID_ARGUMENT', /capacity/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'float8e5m2' }), 'INVALID_DTYPE', /float8e4m3fn/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, window: 8 }), 'INVALID_ARGUMENT', />= window/);
+    // misspelled options are errors, not silently ignored (a `windw` would give an unbounded cache)
+    const before = ek.stats();
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, windw: 2 } as never), 'INVALID_ARGUMENT', /unknown option "windw"/);
+    // every option is checked before anything is allocated
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 2, headDim: 4, capacity: 4, queryHeads: 3 }), 'INVALID_ARGUMENT', /queryHeads: expected a multiple of kvHeads \(2\), got 3/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 2, headDim: 4, capacity: 4, queryHeads: 0 }), 'INVALID_ARGUMENT', /queryHeads/);
+    expect(ek.stats().tensorsLive).toBe(before.tensorsLive);
+    expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
+  });
+  it('dtype by name or ONNX TensorProto code', () => {
+    for (const [code, name] of [[1, 'float32'], [10, 'float16'], [16, 'bfloat16'], [3, 'int8'], [17, 'float8e4m3fn']] as const) {
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: code as never });
+      expect(c.dtype).toBe(name);
+      c.dispose();
+    }
+  });
+  it('append and attend reject unknown options before writing', () => {
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
+    const k = ek.tensor('float32', [1, 1, 2, 4], Array.from({ length: 8 }, (_, i) => i + 1));
+    const before = c.keys(0).bytes().slice();
+    expectKernelError(() => c.append(0, k, k, { length: [1] } as never), 'INVALID_ARGUMENT', /unknown option "length"/);
+    expect(c.keys(0).bytes()).toEqual(before);
+    expect([...c.lengths]).toEqual([0]);
+    c.append(0, k, k);
+    expectKernelError(() => c.attend(0, ek.tensor('float32', [1, 1, 2, 4]), { casual: false } as never), 'INVALID_ARGUMENT', /unknown option "casual"/);
+    c.dispose();
+    k.dispose();
   });
 });
 
