@@ -353,14 +353,15 @@ export function attendQ8(
   // splat(0x0f) through memory, so the engine keeps it in a register instead of rebuilding it per use
   const c0f = sZero + <usize>Dp;
   store<u64>(c0f, 0x0f0f0f0f0f0f0f0f); store<u64>(c0f, 0x0f0f0f0f0f0f0f0f, 8);
-  let lo = 0;
-  if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
+  // positions older than kvLen − N are overwritten in a window's ring (see attendF32)
+  const ringLo = window > 0 ? max(0, kvLen - N) : 0;
   for (let hk = 0; hk < Hkv; hk++) {
     const kh = k + <usize>hk * nn * dd, vh = v + <usize>hk * nn * dd;
     const ksh = kScales + ((<usize>hk * nn) << 2), vsh = vScales + ((<usize>hk * nn) << 2);
     const h0 = hk * G;
     for (let s = 0; s < S; s++) {
       const hi = causal != 0 ? kvLen - qLen + s : kvLen - 1;
+      const lo = window > 0 ? max(ringLo, hi - window + 1) : 0;
       const count = hi - lo + 1;
       if (s >= qLen || count <= 0) {
         for (let g = 0; g < G; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dd << 2);
@@ -388,7 +389,7 @@ export function attendQ8(
         v128.store(sL + (<usize>gi << 4), f32x4.splat(0));
       }
       // visible positions lo..hi live in rows slot0.. (mod N for a window): up to two runs
-      const slot0 = window > 0 ? lo % window : lo;
+      const slot0 = window > 0 ? lo % N : lo;
       const first = min(count, N - slot0);
       for (let i = 0; i < count; ) {
         const slot = i < first ? slot0 + i : i - first;

@@ -538,8 +538,11 @@ export function appendE4m3Rows(
  *   kvLen:  the sequence's total length including the qLen new tokens (positions
  *           0 … kvLen−1). Query s is at position kvLen − qLen + s.
  *   causal: query s sees positions ≤ its own (bottom-right alignment); otherwise all.
- *   window: 0 = position p is cache row p (kvLen ≤ N); else N = window, row p mod N holds
- *           the latest position ≡ p, and only positions ≥ kvLen − window are present.
+ *   window: 0 = position p is cache row p (kvLen ≤ N); else a sliding window: row p mod N
+ *           holds the latest position ≡ p (N ≥ window: a ring may keep window + S − 1 rows
+ *           so that a multi-token step's earlier queries still find theirs), only positions
+ *           ≥ kvLen − N are present, and the query at position p sees p − window + 1 … p
+ *           (causal) or the last `window` positions (not causal) among them.
  *   A query that sees no position outputs zeros.
  *   scores: (Hq / Hkv)·N + D floats of scratch.
  * y = Σ_p softmax(scale · q·k_p) v_p over the visible positions (max-subtracted softmax).
@@ -602,8 +605,8 @@ export function attendI8(
   const G = <usize>group;
   // D floats after the scores: one K or V row widened to float32 (low-precision caches)
   const rowBuf = scores + ((G * nn) << 2);
-  let lo = 0;
-  if (window > 0) { lo = kvLen - window; if (lo < 0) lo = 0; }
+  // positions older than kvLen − N are overwritten in a window's ring
+  const ringLo = window > 0 ? max(0, kvLen - N) : 0;
   for (let hk = 0; hk < Hkv; hk++) {
     const kh = k + <usize>hk * nn * rowBytes;
     const vh = v + <usize>hk * nn * rowBytes;
@@ -613,9 +616,10 @@ export function attendI8(
       for (let g = 0; g < group; g++) memory.fill(out + <usize>((h0 + g) * qHeadStride + s * qRowStride) * 4, 0, dBytes);
       if (s >= qLen) continue;
       const hi = causal != 0 ? kvLen - qLen + s : kvLen - 1;
+      const lo = window > 0 ? max(ringLo, hi - window + 1) : 0;
       const count = hi - lo + 1;
       if (count <= 0) continue;
-      const slot0 = <usize>(window > 0 ? lo % window : lo);
+      const slot0 = <usize>(window > 0 ? lo % N : lo);
       const cnt = <usize>count;
       let first = cnt;
       if (slot0 + first > nn) first = nn - slot0;

@@ -2,7 +2,7 @@
  * KVCache: a fixed-capacity key/value cache for decode loops, allocated once.
  *
  * Storage is ONE tensor for every layer: for layer l, keys [B, Hkv, N, D] then values
- * [B, Hkv, N, D], N = `window` (sliding window) or `capacity`. A decode step appends the
+ * [B, Hkv, N, D], N = `window + maxAppend − 1` (sliding window) or `capacity`. A decode step appends the
  * new rows of each layer in place (the scatter kernels, no intermediate copies), attends
  * over each sequence's valid prefix, then `advance()` moves every sequence's length.
  *
@@ -10,12 +10,14 @@
  *  - `lengths[b]` is the number of tokens of sequence b in the cache (its next position).
  *  - A step: `append(l, k, v)` for every layer (each with the same per-sequence counts),
  *    `attend(l, q)` after layer l's append, then `advance()`. Layers' new rows are written
- *    at position lengths[b] (mod window); attention for layer l sees them at once.
+ *    at position lengths[b] (mod N); attention for layer l sees them at once.
  *  - Every check happens before the first byte is written: a throwing call changes
  *    nothing (no row written, no length moved).
- *  - Without a window, lengths[b] + new tokens <= capacity. With a window W, the last W
- *    positions are kept (row p mod W), at most W tokens per append, and lengths may grow
- *    up to `capacity` (default: unbounded, 2^31 − 1).
+ *  - Without a window, lengths[b] + new tokens <= capacity. With a window W, the last N
+ *    positions are kept (row p mod N), at most N tokens per append, the query at position p
+ *    sees p − W + 1 … p of them (the kernels' per-row lower bound), and lengths may grow up
+ *    to `capacity` (default: unbounded, 2^31 − 1). N = W + maxAppend − 1 keeps every token
+ *    of an append of up to maxAppend tokens an exact sliding window.
  */
 import { dtypeInfo, findDType } from './dtypes.js';
 import { KernelError, show } from './errors.js';
@@ -35,8 +37,14 @@ export interface KVCacheOptions {
   dtype?: string;
   /** Query heads of a decode step (default kvHeads): sizes the query buffer allocated up front, so decode steps allocate nothing. */
   queryHeads?: number;
-  /** Keep only the last `window` positions of each sequence, in a circular buffer of `window` rows. */
+  /** Sliding window: the query at position p sees p − window + 1 … p (a circular buffer of window + maxAppend − 1 rows). */
   window?: number;
+  /**
+   * With a window: the most tokens one append adds per sequence that still attend as a strict
+   * sliding window (default 1). The ring keeps window + maxAppend − 1 rows, so each token of
+   * such a chunk still finds the `window` positions up to its own.
+   */
+  maxAppend?: number;
 }
 
 export interface AppendOptions {
@@ -84,7 +92,7 @@ function knownOptions(opts: object, allowed: readonly string[], what: string): v
     if (!allowed.includes(key)) bad('INVALID_ARGUMENT', `${what}: unknown option ${show(key)} (expected ${allowed.join(', ')})`);
   }
 }
-const CACHE_OPTIONS = ['layers', 'batch', 'kvHeads', 'headDim', 'capacity', 'dtype', 'queryHeads', 'window'] as const;
+const CACHE_OPTIONS = ['layers', 'batch', 'kvHeads', 'headDim', 'capacity', 'dtype', 'queryHeads', 'window', 'maxAppend'] as const;
 const APPEND_OPTIONS = ['lengths'] as const;
 const ATTEND_OPTIONS = ['scale', 'causal', 'out', 'impl'] as const;
 
@@ -139,8 +147,11 @@ export class KVCache {
       this.capacity = opts.capacity === undefined ? MAX_LEN : posInt(opts.capacity, 'capacity');
       if (this.capacity > MAX_LEN) bad('INVALID_ARGUMENT', `kvCache capacity: expected at most ${MAX_LEN}, got ${this.capacity}`);
       if (this.capacity < this.window) bad('INVALID_ARGUMENT', `kvCache capacity: expected >= window (${this.window}), got ${this.capacity}`);
-      this.rows = this.window;
+      const extra = opts.maxAppend === undefined ? 1 : posInt(opts.maxAppend, 'maxAppend');
+      // the ring: window + maxAppend − 1 rows (never more than the capacity needs)
+      this.rows = Math.min(this.window + extra - 1, this.capacity);
     } else {
+      if (opts.maxAppend !== undefined) bad('INVALID_ARGUMENT', `kvCache maxAppend: only with a window (without one every append attends exactly), got ${show(opts.maxAppend)}`);
       this.window = 0;
       this.capacity = posInt(opts.capacity, 'capacity');
       this.rows = this.capacity;
@@ -241,7 +252,7 @@ export class KVCache {
       if (this.window === 0) {
         if (end > this.capacity) bad('INVALID_VALUE', `kvCache.append: sequence ${b} holds ${this.len[b]} tokens, appending ${counts[b]} exceeds the capacity ${this.capacity}`);
       } else {
-        if (counts[b] > this.window) bad('INVALID_VALUE', `kvCache.append: sequence ${b} appends ${counts[b]} tokens, more than the window ${this.window}`);
+        if (counts[b] > this.rows) bad('INVALID_VALUE', `kvCache.append: sequence ${b} appends ${counts[b]} tokens, more than the ring's ${this.rows} rows (window ${this.window} + maxAppend − 1)`);
         if (end > this.capacity) bad('INVALID_VALUE', `kvCache.append: sequence ${b} holds ${this.len[b]} tokens, appending ${counts[b]} exceeds the capacity ${this.capacity}`);
       }
     }
@@ -251,7 +262,7 @@ export class KVCache {
     const starts = this.meta.byteOffset, cum = starts + 4 * B;
     const st = new Int32Array(B), cu = new Int32Array(B + 1);
     for (let b = 0; b < B; b++) {
-      st[b] = this.window ? this.len[b] % this.window : this.len[b];
+      st[b] = this.window ? this.len[b] % this.rows : this.len[b];
       cu[b + 1] = cu[b] + counts[b];
     }
     const m = new Int32Array(this.ek.memory.buffer, starts, 2 * B + 1);

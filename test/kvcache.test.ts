@@ -20,13 +20,14 @@ const lcg = (seed: number) => { let s = seed >>> 0; return () => { s = (Math.imu
 class RefCache {
   k: number[][][][] = [];
   v: number[][][][] = [];
-  constructor(readonly B: number, readonly window: number) {
+  /** ring: rows a window keeps (window + maxAppend − 1); positions older than kvLen − ring are gone */
+  constructor(readonly B: number, readonly window: number, readonly ring = window) {
     for (let b = 0; b < B; b++) { this.k.push([]); this.v.push([]); }
   }
   reset(b: number) { this.k[b] = []; this.v[b] = []; }
-  /** attention output for query q [D] of q-head h of sequence b at absolute position P. */
+  /** attention output for query q [D] of q-head h of sequence b at absolute position P (a window: P − window + 1 … P, as far as the ring still holds them). */
   attend(b: number, h: number, group: number, q: number[], P: number, kvLen: number, scale: number): number[] {
-    const lo = this.window ? Math.max(0, kvLen - this.window) : 0;
+    const lo = this.window ? Math.max(0, kvLen - this.ring, P - this.window + 1) : 0;
     const keys: number[][] = [], vals: number[][] = [];
     for (let p = lo; p <= P; p++) { keys.push(this.k[b][p][Math.floor(h / group)]); vals.push(this.v[b][p][Math.floor(h / group)]); }
     return attendRow(q, keys, vals, scale);
@@ -78,11 +79,27 @@ describe('KVCache construction and views', () => {
     // misspelled options are errors, not silently ignored (a `windw` would give an unbounded cache)
     const before = ek.stats();
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, windw: 2 } as never), 'INVALID_ARGUMENT', /unknown option "windw"/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, maxAppend: 2 }), 'INVALID_ARGUMENT', /maxAppend: only with a window/);
+    expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, window: 4, maxAppend: 0 }), 'INVALID_ARGUMENT', /maxAppend/);
     // every option is checked before anything is allocated
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 2, headDim: 4, capacity: 4, queryHeads: 3 }), 'INVALID_ARGUMENT', /queryHeads: expected a multiple of kvHeads \(2\), got 3/);
     expectKernelError(() => ek.kvCache({ layers: 1, batch: 1, kvHeads: 2, headDim: 4, capacity: 4, queryHeads: 0 }), 'INVALID_ARGUMENT', /queryHeads/);
     expect(ek.stats().tensorsLive).toBe(before.tensorsLive);
     expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
+  });
+  it('a window ring holds window + maxAppend − 1 rows; a longer append is an error with nothing written', () => {
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, window: 4, maxAppend: 2 });
+    const k = ek.tensor('float32', [1, 1, 6, 4], new Float32Array(24).fill(1));
+    try {
+      expect(c.keys(0).shape).toEqual([1, 1, 5, 4]);
+      const before = memorySnapshot(ek);
+      expectKernelError(() => c.append(0, k, k), 'INVALID_VALUE', /appends 6 tokens, more than the ring's 5 rows \(window 4 \+ maxAppend − 1\)/);
+      expect(Buffer.compare(memorySnapshot(ek), before)).toBe(0);
+      c.append(0, k, k, { lengths: [5] });
+      expect([...c.advance()]).toEqual([5]);
+    } finally {
+      c.dispose(); k.dispose();
+    }
   });
   it('dtype by name or ONNX TensorProto code', () => {
     for (const [code, name] of [[1, 'float32'], [10, 'float16'], [16, 'bfloat16'], [3, 'int8'], [17, 'float8e4m3fn']] as const) {
@@ -448,11 +465,13 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
   // and fp8 K/V on a 1/32 grid of the scaled row (assembly/kvattend.ts; README "KVCache")
   const tol = build === 'simd' && dtype === 'int8' ? 5e-5 : build === 'simd' && dtype === 'float8e4m3fn' ? 4e-4 : 2e-5;
   it('property: ragged multi-token steps, GQA, causal and not, padded and packed queries, slot resets', () => {
-    fc.assert(fc.property(fc.integer(), fc.constantFrom(0, 4, 7), fc.boolean(), (seed, window, causal) => {
+    // maxAppend 3 (a window only): the ring keeps window + 2 rows and chunks of up to 3 tokens
+    // attend as a strict sliding window; without it, a chunk's earlier tokens see fewer
+    fc.assert(fc.property(fc.integer(), fc.constantFrom(0, 4, 7), fc.boolean(), fc.constantFrom(1, 3), (seed, window, causal, maxAppend) => {
       const rnd = lcg(seed);
       const B = 3, Hkv = 2, group = 2, Hq = Hkv * group, D = 6, cap = 24;
-      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, dtype, ...(window ? { window, capacity: cap } : { capacity: cap }) });
-      const r = new RefCache(B, window);
+      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, dtype, ...(window ? { window, capacity: cap, maxAppend } : { capacity: cap }) });
+      const r = new RefCache(B, window, window + maxAppend - 1);
       const scale = 0.4;
       try {
         for (let step = 0; step < 10; step++) {
