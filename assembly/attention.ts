@@ -169,8 +169,10 @@ export function attentionScratchBytes(D: i32, Dv: i32, maxCols: i32, twoPhase: b
   const dp = roundUp(max(D, 1), 4), dvp = roundUp(max(Dv, 1), 8);
   const sb = scoreStride(maxCols, twoPhase);
   const sg = seqGather ? <usize>seqGatherRows(D, Dv, maxCols) * 4 * (<usize>dp + <usize>dvp) + 32 : 0;
-  // + one block of K rows and one of V rows (gathered when rows are far apart), 16 bytes of over-read each
-  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + <usize>KB * 4 * (<usize>dp + <usize>dvp) + 96 + sg;
+  // + one block of K rows and one of V rows (gathered when rows are far apart), 16 bytes of over-read each,
+  // + one block of float16 rows widened to float32 (sCv, see scores())
+  return <usize>R_MAX * 4 * (<usize>dp + <usize>dvp + <usize>sb + 8) + <usize>KB * 4 * (<usize>dp + <usize>dvp) + 96 + sg +
+    <usize>KB * 4 * <usize>max(dp, dvp) + 16;
 }
 
 // ---- current call (module globals, set by attention()) ------------------------------
@@ -207,6 +209,7 @@ let sQkRow: usize = 0; // R_MAX ptr: qk output row
 let sGLim: usize = 0; // R_MAX / 4 i32: per row group, keys of the current block its rows may see
 let sKb: usize = 0; // KB rows of K, gathered contiguous
 let sVb: usize = 0; // KB rows of V, gathered contiguous
+let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (see scores())
 // Touch-ahead loads are plain loads whose value is dropped: a wasm load may trap, so
 // neither binaryen (which runs without traps-never-happen here) nor the engine removes it,
 // and nothing has to combine the loaded words (an earlier xor into a sink cost two
@@ -217,10 +220,18 @@ let sVb: usize = 0; // KB rows of V, gathered contiguous
 }
 
 // ---- element loads, generic over the K / V element type ------------------------------
-// Marker types: f32 = float32, u16 = float16, i16 = bfloat16.
+// Marker types: f32 = float32, u16 = float16, i16 = bfloat16, u64 = float16 rows known to
+// hold no Inf / NaN (checked per block, see scores()): widened without the Inf / NaN patch.
+
+/** Bytes of one element of marker type T. */
+// @ts-ignore: decorator
+@inline function elemBytes<T>(): usize {
+  return sizeof<T>() == 8 ? 2 : sizeof<T>();
+}
 
 // @ts-ignore: decorator
 @inline function ld4<T>(p: usize): v128 {
+  if (sizeof<T>() == 8) return f16FiniteToF32V(v128.load16x4_s(p));
   if (sizeof<T>() == 4) return v128.load(p);
   else if (isSigned<T>()) return loadBF16x4(p);
   else return loadF16x4(p);
@@ -228,6 +239,7 @@ let sVb: usize = 0; // KB rows of V, gathered contiguous
 
 // @ts-ignore: decorator
 @inline function ld1<T>(p: usize): f32 {
+  if (sizeof<T>() == 8) return f16ToF32Scalar(<u32>load<u16>(p));
   if (sizeof<T>() == 4) return load<f32>(p);
   else if (isSigned<T>()) return bf16ToF32Scalar(<u32>load<u16>(p));
   else return f16ToF32Scalar(<u32>load<u16>(p));
@@ -366,6 +378,7 @@ function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
 // (the 4 lanes of the K / V load 16 bytes of float32 or 8 bytes of 16-bit values further)
 // @ts-ignore: decorator
 @inline function ld4Next<T>(p: usize): v128 {
+  if (sizeof<T>() == 8) return f16FiniteToF32V(v128.load16x4_s(p, 8));
   if (sizeof<T>() == 4) return v128.load(p, 16);
   else if (isSigned<T>()) return i32x4.shl(v128.load16x4_u(p, 8), 16);
   else return f16BitsToF32V(v128.load16x4_s(p, 8));
@@ -373,7 +386,7 @@ function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
 
 function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize, tV: usize, tStride: usize, tBytes: usize, tN: i32): void {
   const D = gD;
-  const es = sizeof<KT>();
+  const es = elemBytes<KT>();
   const gS = <usize>gSB << 4; // bytes of one group's score rows
   const gQ = <usize>gDp << 4; // bytes of one group's Q rows
   if (ASC_FEATURE_SIMD) {
@@ -685,7 +698,7 @@ function unhideRow(p: usize, n: i32): void {
 
 function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   const Dv = gDv, Dvp = gDvp, gS = <usize>gSB << 4;
-  const es = sizeof<VT>();
+  const es = elemBytes<VT>();
   // the decode form (SP = u8, float32 K and V of one head size, see runTile): one word of
   // the K row and one of the V row 2·KB keys ahead per step, stepping 8·es bytes, so the
   // (Dv/8)·n steps of a sub-block of n keys cover exactly its n K and V rows ahead
@@ -775,6 +788,13 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 // K / V element type dispatch (one instantiation of each microkernel per dtype)
 function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize = 0, tV: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
   const tBytes = <usize>gDv * esize(gVT);
+  // float16 rows (SIMD): a block without Inf / NaN codes is widened in registers by three
+  // instructions (u64 marker); one with them goes through an exact float32 copy (f16Rows)
+  if (ASC_FEATURE_SIMD && gKT == 1 && !f16RowsFinite(kRow, kStride, nb, gD)) {
+    widenF16Rows(sCv, kRow, kStride, nb, gD);
+    scoresBlock<f32, u16>(sCv, <usize>gD << 2, nb, nR4, sOff, 0, 0, 0, 0, 0);
+    return;
+  }
   // Decode tiles (one group of 4 rows) over contiguous K and V rows (padded [B,H,N,D] or a
   // cache) spread the touch-ahead over the dot-product loop (SP = u8): each step reads one
   // word of the two V rows and one of the two K rows 2·KB keys ahead, stepping 8·es bytes,
@@ -786,13 +806,15 @@ function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK:
   // same reads, spread over both halves of the block's work (2–5% faster, same process).
   if (ASC_FEATURE_SIMD && nR4 == 4 && (tN <= 0 || tStride == tBytes) && kStride == <usize>gD * esize(gKT)) {
     if (gKT == 0) scoresBlock<f32, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
-    else if (gKT == 1) scoresBlock<u16, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+    else if (gKT == 1) scoresBlock<u64, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
     else scoresBlock<i16, u8>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
     return;
   }
   if (gKT == 0) scoresBlock<f32, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
-  else if (gKT == 1) scoresBlock<u16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
-  else scoresBlock<i16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+  else if (gKT == 1) {
+    if (ASC_FEATURE_SIMD) scoresBlock<u64, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+    else scoresBlock<u16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
+  } else scoresBlock<i16, u16>(kRow, kStride, nb, nR4, sOff, tK, tV, tStride, tBytes, tN);
 }
 
 function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: bool = false): void {
@@ -801,8 +823,51 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: 
     return;
   }
   if (gVT == 0) pvBlock<f32, u16>(vRow, vStride, nb, nR4, sOff);
-  else if (gVT == 1) pvBlock<u16, u16>(vRow, vStride, nb, nR4, sOff);
-  else pvBlock<i16, u16>(vRow, vStride, nb, nR4, sOff);
+  else if (gVT == 1) {
+    if (!ASC_FEATURE_SIMD) pvBlock<u16, u16>(vRow, vStride, nb, nR4, sOff);
+    else if (f16RowsFinite(vRow, vStride, nb, gDv)) pvBlock<u64, u16>(vRow, vStride, nb, nR4, sOff);
+    else {
+      widenF16Rows(sCv, vRow, vStride, nb, gDv);
+      pvBlock<f32, u16>(sCv, <usize>gDv << 2, nb, nR4, sOff);
+    }
+  } else pvBlock<i16, u16>(vRow, vStride, nb, nR4, sOff);
+}
+
+/**
+ * float16 bits (sign-extended to 32) → float32 for values that are not Inf / NaN: the shift
+ * and the and place sign, exponent and mantissa (as f16BitsToF32V), the multiply by 2^112
+ * rebiases exactly (subnormal halves included); without the Inf / NaN patch (four more
+ * instructions and two more constants, which made V8 spill four accumulators of the score
+ * loop), which is why each block is checked first (f16RowsFinite).
+ */
+// @ts-ignore: decorator
+@inline function f16FiniteToF32V(h: v128): v128 {
+  return f32x4.mul(v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000)), f32x4.splat(reinterpret<f32>(0x77800000)));
+}
+
+/** True when none of n float16 rows of D elements (stride bytes apart) holds an Inf / NaN code. */
+function f16RowsFinite(p: usize, stride: usize, n: i32, D: i32): bool {
+  const m = i16x8.splat(0x7c00);
+  let hit = i16x8.splat(0);
+  const D8 = D & ~7;
+  for (let j = 0; j < n; j++) {
+    const row = p + <usize>j * stride;
+    let d = 0;
+    for (; d < D8; d += 8) hit = v128.or(hit, i16x8.eq(v128.and(v128.load(row + (<usize>d << 1)), m), m));
+    for (; d < D; d++) if ((<u32>load<u16>(row + (<usize>d << 1)) & 0x7c00) == 0x7c00) return false;
+  }
+  return !v128.any_true(hit);
+}
+
+/** n float16 rows (stride bytes apart) → float32 rows of D at dst (exact, Inf / NaN kept). */
+function widenF16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32): void {
+  const D4 = D & ~3;
+  for (let j = 0; j < n; j++) {
+    const s = src + <usize>j * stride, o = dst + <usize>j * (<usize>D << 2);
+    let d = 0;
+    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), loadF16x4(s + (<usize>d << 1)));
+    for (; d < D; d++) store<f32>(o + (<usize>d << 2), f16ToF32Scalar(<u32>load<u16>(s + (<usize>d << 1))));
+  }
 }
 
 // Rows far apart (packed [T,H,D]: one head's rows are H·D elements apart) share few L1
@@ -1016,6 +1081,7 @@ export function attention(params: usize): void {
   sGLim = sp; sp += R_MAX * 4;
   sKb = sp; sp += <usize>KB * <usize>gDp * 4 + 16;
   sVb = sp; sp += <usize>KB * <usize>gDvp * 4 + 16;
+  sCv = sp; sp += <usize>KB * <usize>max(gDp, gDvp) * 4 + 16;
   const sgRows = pi(params, P_SEQGATHER) != 0 ? seqGatherRows(gD, gDv, pi(params, P_MAXCOLS)) : 0;
   const sSeqK = sp; sp += <usize>sgRows * <usize>gDp * 4 + 16;
   const sSeqV = sp;
