@@ -65,8 +65,9 @@ export interface AttendOptions {
    * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
    * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
    * which TRT_Attention would hand to this same decode kernel anyway (its flash kernel works
-   * on four query rows per KV head). A window that has wrapped always uses builtin (cache
-   * rows are then circular, which TRT_Attention's padded form cannot express).
+   * on four query rows per KV head). A windowed sequence longer than the window always uses
+   * builtin (its rows are circular and each query has a lower bound, which TRT_Attention's
+   * padded form cannot express).
    */
   impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }
@@ -374,8 +375,9 @@ export class KVCache {
     const kvLens = new Int32Array(B);
     for (let b = 0; b < B; b++) kvLens[b] = this.len[b] + (this.pending ? this.pending[b] : 0);
     // TRT_Attention (the attention family's flash kernel) covers every case where cache row
-    // p holds position p: no window, or a window that has not wrapped yet. A wrapped window
-    // goes through attendF32/F16/BF16 below, which walk the circular rows.
+    // p holds position p and every query sees from position 0: no window, or sequences no
+    // longer than the window. Longer ones go through attendF32/F16/BF16 below, which walk the
+    // circular rows with each query's lower bound.
     let work = 0;
     for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
     const impl = opts.impl ?? 'auto';
