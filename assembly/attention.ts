@@ -124,9 +124,13 @@ import {
 // @ts-ignore: decorator
 @inline const P_SEQGATHER = 36; // 1: scratch holds seqGatherRows K and V rows (see attention())
 // @ts-ignore: decorator
-@inline const PARAM_SLOTS = 37;
+@inline const P_WLEFT = 37; // Attention-25's left_window_size (−1: unbounded)
 // @ts-ignore: decorator
-@inline const SEQ_SLOTS = 7;
+@inline const P_WRIGHT = 38; // right_window_size (−1: unbounded)
+// @ts-ignore: decorator
+@inline const PARAM_SLOTS = 39;
+// @ts-ignore: decorator
+@inline const SEQ_SLOTS = 8; // qOff, qLen, kOff, vOff, kvLen, oOff, diag, woff (the window's position offset)
 
 // @ts-ignore: decorator
 @inline const R_MAX = 32; // rows per tile
@@ -203,6 +207,7 @@ let sS: usize = 0; // R_MAX × SB floats: scores / probabilities
 let sM: usize = 0; // R_MAX f32 running max
 let sL: usize = 0; // R_MAX f32 running sum
 let sEnd: usize = 0; // R_MAX i32 visible-key end per row
+let sStart: usize = 0; // R_MAX i32 first visible key per row (a sliding window; else 0)
 let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
 let sOutRow: usize = 0; // R_MAX ptr: output row
 let sQkRow: usize = 0; // R_MAX ptr: qk output row
@@ -556,6 +561,9 @@ function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
       }
     }
     for (let jj = lim; jj < nbPad; jj++) store<f32>(sr + (<usize>jj << 4), NEG_INF);
+    // keys before a sliding window's start (after the mask: −∞ + a mask's +∞ would be NaN)
+    const st = min(nb, load<i32>(sStart + (<usize>r << 2)) - j0);
+    for (let jj = 0; jj < st; jj++) store<f32>(sr + (<usize>jj << 4), NEG_INF);
     if (gQk != 0 && gQkMode == 2) {
       const qkRow = load<usize>(sQkRow + (<usize>r << 2));
       if (qkRow != 0) for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
@@ -944,7 +952,14 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     // a multiple of 8, touches ahead from P·V (see pvBlock), not from the scores
     const pvTouch = ASC_FEATURE_SIMD && nR4 == 4 && gD == gDv && (gDv & 7) == 0 && gKT == 0 && gVT == 0 &&
       kStride == <usize>gD * esize(gKT) && vStride == <usize>gDv * esize(gVT);
-    for (let j0 = 0; j0 < tileEnd; j0 += KB) {
+    // blocks before every row's sliding-window start are skipped whole
+    let first = tileEnd;
+    for (let r = 0; r < nR4; r++) {
+      const st = load<i32>(sStart + (<usize>r << 2));
+      if (load<i32>(sEnd + (<usize>r << 2)) > st) first = min(first, st);
+    }
+    const jFirst = first >= tileEnd ? 0 : first / KB * KB;
+    for (let j0 = jFirst; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       // per row group, the keys of this block any of its rows sees: a causal tile's later
       // keys are hidden from its first rows, and those groups skip them (scores, exp, P·V)
@@ -1057,6 +1072,7 @@ export function attention(params: usize): void {
   gSoftcap = pf(params, P_SOFTCAP);
   const mask = <usize>pi(params, P_MASK);
   const mB = pi(params, P_MB), mH = pi(params, P_MH), mI = pi(params, P_MI), mLen = pi(params, P_MLEN);
+  const wLeft = pi(params, P_WLEFT), wRight = pi(params, P_WRIGHT);
   gNorm = pi(params, P_NORM);
   gQuant = pi(params, P_QUANT);
   gQScale = pf(params, P_QSCALE);
@@ -1075,6 +1091,7 @@ export function attention(params: usize): void {
   sM = sp; sp += R_MAX * 4;
   sL = sp; sp += R_MAX * 4;
   sEnd = sp; sp += R_MAX * 4;
+  sStart = sp; sp += R_MAX * 4;
   sMaskRow = sp; sp += R_MAX * 4;
   sOutRow = sp; sp += R_MAX * 4;
   sQkRow = sp; sp += R_MAX * 4;
@@ -1094,7 +1111,7 @@ export function attention(params: usize): void {
   for (let b = 0; b < B; b++) {
     const rec = seqs + <usize>b * SEQ_SLOTS * 4;
     const qOff = load<i32>(rec), qLen = load<i32>(rec, 4), kOff = load<i32>(rec, 8), vOff = load<i32>(rec, 12);
-    const kvLen = load<i32>(rec, 16), oOff = load<i32>(rec, 20), diag = load<i32>(rec, 24);
+    const kvLen = load<i32>(rec, 16), oOff = load<i32>(rec, 20), diag = load<i32>(rec, 24), woff = load<i32>(rec, 28);
     if (qLen <= 0) continue;
     const pairs = qLen * G;
     // Rows far apart (packed [T,H,D]) that several tiles of this sequence re-read are
@@ -1125,10 +1142,14 @@ export function attention(params: usize): void {
           const pr = p0 + r;
           const i = pr / G, h = kh * G + pr % G;
           gatherQ(r, q + (<usize>qOff + <usize>h * <usize>qHS + <usize>i * <usize>qTS) * qes, qt, scale);
-          let end = kvLen;
+          let end = kvLen, start = 0;
           if (diag != NO_DIAG) end = min(end, max(0, i + diag + 1));
           if (mask != 0) end = min(end, mLen);
+          // a sliding window (Attention-25): the row at position p = i + woff sees p − left … p + right
+          if (wRight >= 0) end = min(end, max(0, i + woff + wRight + 1));
+          if (wLeft >= 0) start = max(0, i + woff - wLeft);
           store<i32>(sEnd + (<usize>r << 2), end);
+          store<i32>(sStart + (<usize>r << 2), start);
           tileEnd = max(tileEnd, end);
           store<usize>(sMaskRow + (<usize>r << 2), mask != 0 ? mask + ((<usize>b * <usize>mB + <usize>h * <usize>mH + <usize>i * <usize>mI) << 2) : 0);
           store<usize>(sOutRow + (<usize>r << 2), out + (<usize>oOff + <usize>h * <usize>oHS + <usize>i * <usize>oTS) * oes);
@@ -1137,6 +1158,7 @@ export function attention(params: usize): void {
         for (let r = nRows; r < roundUp(nRows, 4); r++) {
           for (let d = 0; d < gDp; d++) store<f32>(qAddr(r, d), 0);
           store<i32>(sEnd + (<usize>r << 2), 0);
+          store<i32>(sStart + (<usize>r << 2), 0);
           store<usize>(sMaskRow + (<usize>r << 2), 0);
           store<usize>(sQkRow + (<usize>r << 2), 0);
         }

@@ -339,6 +339,23 @@ describe('ONNX Attention matches the float64 reference', () => {
       { seed: 41, numRuns: 150 },
     );
   });
+  it('sliding window over a long cache: whole blocks before every row\'s window are skipped (both builds)', () => {
+    // 4 query rows at positions 296..299 over 300 keys, left window 10 (causal and not, with a
+    // right window too): the rows see keys from 286 on, so the first four 64-key blocks are
+    // skipped, and the fifth is partly hidden
+    const r = rng(91);
+    const B = 1, H = 2, Sq = 4, P = 296, D = 8;
+    for (const [attrs, name] of [[{ is_causal: 1, left_window_size: 10 }, 'causal'], [{ left_window_size: 10, right_window_size: 1 }, 'both sides']] as const) {
+      const inputs = [plain('float32', [B, H, Sq, D], r), plain('float32', [B, H, Sq, D], r), plain('float32', [B, H, Sq, D], r), null,
+        plain('float32', [B, H, P, D], r), plain('float32', [B, H, P, D], r)];
+      const want = refOnnx(inputs, attrs);
+      for (const e of [ek, eks]) {
+        const outs = e.run('Attention', inputs as never, attrs, { outputs: [true, null, null] }) as Tensor[];
+        expectClose(outs[0], want[0], `${name} Y`);
+        outs[0].dispose();
+      }
+    }
+  });
   it('returns present_key / present_value by default when past is given, and not otherwise', () => {
     const c = onnxCase({ seed: 1, rank: 4, B: 1, Hkv: 1, G: 2, D: 4, Dv: 0, Sq: 2, S: 3, P: 4, causal: true, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same', left: undefined, right: undefined });
     const outs = ek.run('Attention', c.inputs, c.attrs) as (Tensor | null)[];

@@ -19,8 +19,8 @@ const FLOATS = ['float32', 'float16', 'bfloat16'] as const;
 const ADDITIVE_MASKS = ['float64', 'int8', 'int16', 'int32', 'int64', 'uint8', 'uint16', 'uint32', 'uint64'];
 const DT_CODE: Record<string, number> = { float32: 0, float16: 1, bfloat16: 2 };
 const NO_DIAG = 0x3fffffff;
-const PARAM_SLOTS = 37;
-const SEQ_SLOTS = 7;
+const PARAM_SLOTS = 39;
+const SEQ_SLOTS = 8;
 
 /** One sequence of a batch: element offsets of its first row (token 0, head 0) and its lengths. */
 export interface AttentionSeq {
@@ -29,6 +29,8 @@ export interface AttentionSeq {
   oOff: number;
   /** Key j is visible to query i iff j <= i + diag; NO_DIAG (or null) = not causal. */
   diag: number | null;
+  /** Position of query row 0 for a sliding window (plan.winLeft / winRight); default 0. */
+  woff?: number;
 }
 
 /**
@@ -52,6 +54,9 @@ export interface AttentionPlan {
   qScale?: number;
   /** qk_matmul_output [B,Hq,Nq,cols] in outDtype. */
   qk?: { ptr: number; mode: number; cols: number; bs: number; hs: number } | null;
+  /** Sliding window (Attention-25): query i at position p = i + seq.woff sees p − winLeft … p + winRight; −1 (default) unbounded. */
+  winLeft?: number;
+  winRight?: number;
 }
 
 /** Scratch bytes runAttentionPlan needs for this plan (request it with the rest of yours). */
@@ -102,7 +107,7 @@ function rowDecodeCapacity(p: {
 /** runAttentionPlan through attendF32/F16/BF16 when rowDecodeCapacity allows it; false if not taken. */
 function runRowDecode(ctx: OpContext, p: AttentionPlan, scratch: number): boolean {
   const N = rowDecodeCapacity(p);
-  if (N === 0 || p.mask || p.softcap || (p.norm ?? 0) !== 0 || (p.quant ?? 0) !== 0 || p.qk) return false;
+  if (N === 0 || p.mask || p.softcap || (p.norm ?? 0) !== 0 || (p.quant ?? 0) !== 0 || p.qk || (p.winLeft ?? -1) >= 0 || (p.winRight ?? -1) >= 0) return false;
   const seqs = p.seqs;
   for (let b = 0; b < seqs.length; b++) {
     const s = seqs[b];
@@ -179,10 +184,11 @@ export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: numb
   const qk = p.qk;
   if (qk) { pi[o + 29] = qk.ptr; pi[o + 30] = qk.mode; pi[o + 31] = qk.cols; pi[o + 32] = qk.bs; pi[o + 33] = qk.hs; }
   pi[o + 34] = kscratch; pi[o + 35] = planMaxCols(p); pi[o + 36] = seqGather(p) ? 1 : 0;
+  pi[o + 37] = p.winLeft ?? -1; pi[o + 38] = p.winRight ?? -1;
   const seqs = p.seqs;
   for (let b = 0, j = seqPtr >>> 2; b < seqs.length; b++, j += SEQ_SLOTS) {
     const s = seqs[b];
-    pi[j] = s.qOff; pi[j + 1] = s.qLen; pi[j + 2] = s.kOff; pi[j + 3] = s.vOff; pi[j + 4] = s.kvLen; pi[j + 5] = s.oOff; pi[j + 6] = s.diag ?? NO_DIAG;
+    pi[j] = s.qOff; pi[j + 1] = s.qLen; pi[j + 2] = s.kOff; pi[j + 3] = s.vOff; pi[j + 4] = s.kvLen; pi[j + 5] = s.oOff; pi[j + 6] = s.diag ?? NO_DIAG; pi[j + 7] = s.woff ?? 0;
   }
   ctx.exports.attention(base);
 }
@@ -213,15 +219,13 @@ function readPerBatch(t: Tensor, B: number, max: number, what: string): number[]
 }
 
 interface MaskInfo {
-  t: Tensor | null; // null: a window mask with no attn_mask (see windowMask)
+  t: Tensor;
   dims: number[]; // right-aligned to 4
   strides: number[]; // element strides of the (possibly converted) f32 buffer, 0 where broadcast
   len: number; // key columns available
   convert: boolean; // needs a float32 copy in scratch
   expandLast: number; // > 0: a last dim of 1 expanded to this many columns
   bytes: number; // scratch bytes for the copy
-  /** Attention-25's sliding window, folded into a [B, H or 1, Sq, T] float32 copy. */
-  window?: { left: number; right: number; offsets: number[]; src: MaskInfo | null };
 }
 
 /**
@@ -256,60 +260,16 @@ function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): Ma
   return { t, dims, strides, len, convert, expandLast, bytes };
 }
 
-/**
- * Attention-25's `left_window_size` / `right_window_size` (−1: unbounded): the query at
- * absolute position p = offset_b + i sees key j only if p − left ≤ j ≤ p + right, with the
- * causal offset of its batch entry (past length, else nonpad_kv_seqlen[b] − Sq, else 0).
- * The window becomes −∞ entries of a float32 mask [B, H or 1, Sq, T] written in scratch,
- * added to the attn_mask (if any, broadcast as usual) — the kernel sees one additive mask.
- */
-function windowMask(src: MaskInfo | null, B: number, Hq: number, Sq: number, T: number, left: number, right: number, offsets: number[]): MaskInfo {
-  const H = src && src.dims[1] !== 1 ? Hq : 1;
-  const dims = [B, H, Sq, T];
-  const strides = [H * Sq * T, H === 1 ? 0 : Sq * T, T, 1];
-  const bytes = Math.ceil((B * H * Sq * T * 4) / 16) * 16 + 16;
-  return { t: src ? src.t : null, dims, strides, len: T, convert: true, expandLast: 0, bytes, window: { left, right, offsets, src } };
-}
-
 /** Writes the float32 copy of a mask at ptr (bool: 0 / −∞). */
 function convertMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
-  if (m.window) return convertWindowMask(ctx, m, ptr);
   const n = m.dims[0] * m.dims[1] * m.dims[2];
   const cols = m.dims[3];
   const rowLen = m.expandLast > 0 ? m.expandLast : cols;
   const dst = new Float32Array(ctx.memory.buffer, ptr, n * rowLen);
-  const src = m.t!.data as Float32Array | Uint16Array | Uint8Array;
-  const dec = decoder(m.t!.dtype);
+  const src = m.t.data as Float32Array | Uint16Array | Uint8Array;
+  const dec = decoder(m.t.dtype);
   for (let r = 0; r < n; r++) {
     for (let c = 0; c < rowLen; c++) dst[r * rowLen + c] = dec(src[r * cols + (m.expandLast > 0 ? 0 : c)]);
-  }
-}
-
-function convertWindowMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
-  const [B, H, Sq, T] = m.dims;
-  const { left, right, offsets, src } = m.window!;
-  const dst = new Float32Array(ctx.memory.buffer, ptr, B * H * Sq * T);
-  const data = src ? (src.t!.data as Float32Array | Uint16Array | Uint8Array) : null;
-  const dec = src ? decoder(src.t!.dtype) : null;
-  for (let b = 0; b < B; b++) {
-    for (let h = 0; h < H; h++) {
-      for (let i = 0; i < Sq; i++) {
-        const row = ((b * H + h) * Sq + i) * T;
-        const p = offsets[b] + i;
-        // the attn_mask row this (b, h, i) reads (dims of 1 broadcast), as checkMask laid it out
-        let mRow = 0;
-        if (src) {
-          const [mb, mh, mi, mc] = src.dims;
-          mRow = (((mb === 1 ? 0 : b) * mh + (mh === 1 ? 0 : h)) * mi + (mi === 1 ? 0 : i)) * mc;
-        }
-        for (let j = 0; j < T; j++) {
-          let x = 0;
-          if (src) x = j < src.dims[3] ? dec!(data![mRow + j]) : -Infinity;
-          if ((left >= 0 && p - j > left) || (right >= 0 && j - p > right)) x = -Infinity;
-          dst[row + j] = x;
-        }
-      }
-    }
   }
 }
 
@@ -414,7 +374,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   }
   let maskPlan: AttentionPlan['mask'] = null;
   if (mask) {
-    let ptr = mask.t ? mask.t.byteOffset : 0;
+    let ptr = mask.t.byteOffset;
     if (mask.convert) {
       ptr = sp;
       convertMask(ctx, mask, ptr);
@@ -460,6 +420,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     qHS: plan.qHS, qTS: plan.qTS, kHS: plan.kHS, kTS: plan.kTS, vHS: plan.vHS, vTS: plan.vTS, oHS: plan.oHS, oTS: plan.oTS,
     qDtype: f32(plan.qDtype), kDtype: f32(plan.kDtype), vDtype: f32(plan.vDtype), outDtype: f32(plan.outDtype),
     scale: plan.scale, softcap: plan.softcap, mask: maskPlan, norm: plan.norm, quant: plan.quant, qScale: plan.qScale, qk,
+    winLeft: plan.winLeft, winRight: plan.winRight,
   };
   const ySize = ySpec.shape.reduce((a, x) => a * x, 1);
   if (full.seqs.length > 0 && full.Hq > 0 && (Y ? ySize : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
@@ -575,7 +536,6 @@ const onnxAttention: OpDef = {
     }
     // the offset of each batch entry's first query row: the causal frontier's and the window's
     const offsets = Array.from({ length: B }, (_, b) => (PK ? P : nonpad ? nonpad[b] - Sq : 0));
-    if (left >= 0 || right >= 0) mask = windowMask(mask, B, Hq, Sq, T, left, right, offsets);
     let scale = attrs.scale as number | undefined;
     if (scale === undefined) scale = 1 / Math.sqrt(D);
     if (!Number.isFinite(scale)) fail('INVALID_ATTRIBUTE', `${op} attribute scale: expected a finite number, got ${scale}`);
@@ -591,7 +551,7 @@ const onnxAttention: OpDef = {
         qOff: rank === 4 ? b * Hq * Sq * D : b * Sq * Hq * D, qLen: Sq,
         kOff: k4 ? b * Hkv * T * D : b * S * Hkv * D,
         vOff: k4 ? b * Hkv * T * Dv : b * S * Hkv * Dv,
-        kvLen, oOff: rank === 4 ? b * Hq * Sq * Dv : b * Sq * Hq * Dv, diag,
+        kvLen, oOff: rank === 4 ? b * Hq * Sq * Dv : b * Sq * Hq * Dv, diag, woff: offsets[b],
       });
     }
     const plan: Job['plan'] = {
@@ -601,7 +561,7 @@ const onnxAttention: OpDef = {
       vHS: k4 ? T * Dv : Dv, vTS: k4 ? Dv : Hkv * Dv,
       oHS: rank === 4 ? Sq * Dv : Dv, oTS: rank === 4 ? Dv : Hq * Dv,
       qDtype: q.dtype, kDtype: k.dtype, vDtype: v.dtype, outDtype: q.dtype,
-      scale, softcap, norm: 0, quant: 0,
+      scale, softcap, norm: 0, quant: 0, winLeft: left, winRight: right,
     };
     const wantQk = requests[3] === true || (requests[3] !== null && requests[3] !== undefined);
     const outSpecs: OutputSpec[] = [
