@@ -20,7 +20,7 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
-import { expScalar, expV, hsum4 } from './simd';
+import { expScalar, expV, f16BitsToF32V, hsum4 } from './simd';
 
 // exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
 // build and the tails use expScalar).
@@ -281,14 +281,14 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
   return reinterpret<f32>(reinterpret<u32>(reinterpret<f32>(em) * F16_SCALE) | sign);
 }
 
-/** Four halves (zero-extended into i32 lanes) → f32x4. */
-@inline function halfToF32x4(h: v128, kind: i32): v128 {
-  if (kind == 2) return i32x4.shl(h, 16);
-  const em = i32x4.shl(v128.and(h, i32x4.splat(0x7fff)), 13);
-  const sign = i32x4.shl(v128.and(h, i32x4.splat(0x8000)), 16);
-  const infnan = i32x4.eq(v128.and(h, i32x4.splat(0x7c00)), i32x4.splat(0x7c00));
-  const fin = f32x4.mul(em, f32x4.splat(F16_SCALE));
-  return v128.or(v128.bitselect(v128.or(em, i32x4.splat(0x7f800000)), fin, infnan), sign);
+/**
+ * Four halves at p → f32x4 (exact): bfloat16 (kind 2) by a shift of the zero-extended
+ * bits, float16 by simd.ts's f16BitsToF32V on the sign-extended ones (7 ops instead of the
+ * 10 of a separate sign / Inf-NaN select: the KVCache float16 builtin decode 0.95× the time).
+ */
+@inline function ldHalf4(p: usize, kind: i32): v128 {
+  if (kind == 2) return i32x4.shl(v128.load16x4_u(p), 16);
+  return f16BitsToF32V(v128.load16x4_s(p));
 }
 
 // float32 → float16, round to nearest even (F. Giesen's float_to_half_fast3_rtne):
@@ -455,7 +455,7 @@ export function appendE4m3Rows(
       const m = f32x4.splat(mul);
       for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), f32x4.mul(e4m3x4ToF32(src + i), m));
     } else {
-      for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), halfToF32x4(v128.load16x4_u(src + (i << 1)), kind));
+      for (; i + 4 <= D; i += 4) v128.store(dst + (i << 2), ldHalf4(src + (i << 1), kind));
     }
   }
   if (kind == 3) for (; i < D; i++) st(dst, i, <f32>load<i8>(src + i) * mul);
@@ -475,7 +475,7 @@ export function appendE4m3Rows(
 
 /** Four elements of a cache row of `kind` (0 float32, 2 bfloat16) at p, as f32x4 (exact). */
 @inline function ldRow4(p: usize, kind: i32): v128 {
-  return kind == 0 ? v128.load(p) : halfToF32x4(v128.load16x4_u(p), kind);
+  return kind == 0 ? v128.load(p) : ldHalf4(p, kind);
 }
 
 /** Σ_i a[i]·b[i] over D elements; a float32, b of `kind` (3 = int8, unscaled). */
@@ -489,7 +489,7 @@ export function appendE4m3Rows(
     } else if (kind == 3) {
       for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), i8x4ToF32(b + i)));
     } else {
-      for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), halfToF32x4(v128.load16x4_u(b + (i << 1)), kind)));
+      for (; i + 4 <= D; i += 4) acc = f32x4.add(acc, f32x4.mul(v128.load(a + (i << 2)), ldHalf4(b + (i << 1), kind)));
     }
     s = hsum(acc);
   }
@@ -517,7 +517,7 @@ export function appendE4m3Rows(
     } else {
       for (; i + 4 <= D; i += 4) {
         const k = i << 2;
-        v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, halfToF32x4(v128.load16x4_u(v + (i << 1)), kind))));
+        v128.store(o + k, f32x4.add(v128.load(o + k), f32x4.mul(pv, ldHalf4(v + (i << 1), kind))));
       }
     }
   }
