@@ -244,6 +244,16 @@ describe('TRT_Attention matches the float64 reference', () => {
     expectClose(out, refTrt([plainOf(Q), plainOf(K), plainOf(V), null, null, { dtype: 'int32', shape: [1], data: [37] }], {}, false), 'Y');
     for (const t of [Q, K, V, KL, out]) t.dispose();
   });
+  it('zero keys with a mask whose last dim is 1 (it broadcasts to 0 columns): zeros from every operator', () => {
+    const q = { dtype: 'float32', shape: [1, 1, 2, 4], data: new Array(8).fill(1) };
+    const kv = { dtype: 'float32', shape: [1, 1, 0, 4], data: [] };
+    const m = { dtype: 'bool', shape: [2, 1], data: [1, 1] };
+    for (const [op, inputs] of [['TRT_Attention', [q, kv, kv, m]], ['TRT_QuantizedAttention', [q, kv, kv, m]], ['Attention', [q, kv, kv, m]]] as const) {
+      const [y] = ek.run(op, inputs as never) as Tensor[];
+      expect(Array.from(y.data as Float32Array), op).toEqual(new Array(8).fill(0));
+      y.dispose();
+    }
+  });
   it('a row that sees no key gives zeros, never NaN', () => {
     const q = { dtype: 'float32', shape: [1, 1, 2, 4], data: [1, 2, 3, 4, 5, 6, 7, 8] };
     const k = { dtype: 'float32', shape: [1, 1, 3, 4], data: new Array(12).fill(1) };

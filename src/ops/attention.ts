@@ -247,7 +247,9 @@ function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): Ma
   let len = dims[3];
   let expandLast = 0;
   if (onnx) {
-    if (dims[3] > target[3]) fail('INVALID_SHAPE', `${what}: last dim ${dims[3]} exceeds the total key length ${target[3]}`);
+    // (a last dim of 1 over zero keys broadcasts, as NumPy's rules allow: it hides nothing)
+    if (dims[3] > target[3] && !(dims[3] === 1 && target[3] === 0)) fail('INVALID_SHAPE', `${what}: last dim ${dims[3]} exceeds the total key length ${target[3]}`);
+    len = Math.min(len, target[3]);
   } else if (dims[3] !== target[3]) {
     if (dims[3] !== 1) fail('INVALID_SHAPE', `${what}: shape ${shapeOf(t)} does not broadcast to [${target.join(',')}]: key dim must be 1 or ${target[3]}, got ${dims[3]}`);
     expandLast = target[3];
