@@ -1,4 +1,4 @@
-// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9 --cache float32|float16|bfloat16 --quantize q8]
+// npm run demo [-- --model m.bin --tokenizer tokenizer.bin --prompt "..." --steps 256 --temperature 1 --seed 42 --topp 0.9 --cache float32|float16|bfloat16|int8|float8e4m3fn --quantize q8]
 //
 // Text generation with a Llama-style model in llama2.c's checkpoint format, driven by the
 // package's kernels: matrix-vector products, RMSNorm, RoPE, SwiGLU, softmax/argmax and a
@@ -10,7 +10,7 @@
 // text is llama2.c's `run` output for the same prompt and step count. A version-2 (Q8_0)
 // checkpoint (llama2.c's export.py --version 2, read by its runq.c) runs runq.c's int8 forward
 // pass; --quantize q8 converts a float32 checkpoint that way at load (about 4x fewer weight
-// bytes per token, 2-2.5x the tokens/s on a stories15M-sized model; the logits move by the
+// bytes per token, 2-2.3x the tokens/s on a stories15M-sized model; the logits move by the
 // quantization error, so the text is runq.c's, not run.c's).
 import { readFileSync } from 'node:fs';
 import { init, Llama, Sampler, Tokenizer, generate, tinyModel } from '../dist/index.js';
