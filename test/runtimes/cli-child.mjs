@@ -1,7 +1,7 @@
 // Runs test/runtimes/suite.mjs in a command-line runtime (Node, Deno, Bun) against the
 // package as that runtime resolves `edgekernels` (exports conditions node / deno / bun),
 // then prints one line `REPORT {json}` for test/runtimes/run.mjs.
-//   args: <runtime> [build=<simd|scalar|relaxed>] [expect=<build>] [nosimd] [entry=<dist file>] [cases=<dir>]
+//   args: <runtime> [build=<simd|scalar|relaxed>] [expect=<build>] [nosimd] [entry=<dist file>] [cases=<dir>[,<dir>…]]
 import { readFile, readdir } from 'node:fs/promises';
 import { runSuite } from './suite.mjs';
 
@@ -26,10 +26,14 @@ if (opt.nosimd) {
 // entry=<file in dist/>: load that entry directly instead of the one the exports conditions pick
 const entry = opt.entry ? new URL(`../../dist/${opt.entry}`, import.meta.url) : new URL(import.meta.resolve('edgekernels'));
 const pkg = await import(entry.href);
-const casesDir = opt.cases;
+// cases=<dir>[,<dir>…]: a file name met again in a later directory is skipped
+const caseDirs = opt.cases ? opt.cases.split(',') : [];
 const cases = [];
-if (casesDir) {
+const seenCases = new Set();
+for (const casesDir of caseDirs) {
   for (const f of (await readdir(casesDir)).filter((f) => f.endsWith('.json')).sort()) {
+    if (seenCases.has(f)) continue;
+    seenCases.add(f);
     cases.push({ file: f, ...JSON.parse(await readFile(`${casesDir}/${f}`, 'utf8')) });
   }
 }

@@ -24,6 +24,9 @@ const root = join(here, '..', '..');
 const dist = join(root, 'dist');
 const bin = (name) => join(root, 'node_modules', '.bin', name);
 const CASES_DIR = process.env.EK_CONFORMANCE_DIR ?? join(root, '..', 'shared', 'conformance', 'onnx');
+// plus the whole upstream suite kept in the repository (test/conformance/upstream), so every
+// runtime runs all of it; a file of the same name in CASES_DIR comes first
+const UPSTREAM_DIR = join(root, 'test', 'conformance', 'upstream');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
@@ -53,9 +56,22 @@ function record(name, ok, detail = '') {
   console.log(`${ok ? '  ok  ' : '  FAIL'} ${name}${detail && !ok ? `\n         ${String(detail).split('\n').join('\n         ')}` : detail ? ` (${detail})` : ''}`);
 }
 
+/** The cases as JSON for workerd and Chromium, −0 kept (JSON.stringify writes it as 0; the package reads the string "-0"). */
+function casesJson(cases) {
+  return JSON.stringify(cases, (_, v) => (Object.is(v, -0) ? '-0' : v));
+}
+
 function loadCases() {
-  if (!existsSync(CASES_DIR)) return [];
-  return readdirSync(CASES_DIR).filter((f) => f.endsWith('.json')).sort().map((f) => ({ file: f, ...JSON.parse(readFileSync(join(CASES_DIR, f), 'utf8')) }));
+  const seen = new Set(), out = [];
+  for (const dir of [CASES_DIR, UPSTREAM_DIR]) {
+    if (!existsSync(dir)) continue;
+    for (const f of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
+      if (seen.has(f)) continue;
+      seen.add(f);
+      out.push({ file: f, ...JSON.parse(readFileSync(join(dir, f), 'utf8')) });
+    }
+  }
+  return out;
 }
 
 /** Runs a command with a time limit; resolves { code, stdout, stderr, timedOut }. */
@@ -140,7 +156,7 @@ function compareOutputs(label, a, b) {
     const abs = half ? 1e-3 : FLOAT_TOLERANCE.abs, rel = half ? 1e-2 : FLOAT_TOLERANCE.rel;
     let within = true;
     for (let i = 0; i < x.length; i++) {
-      if (Number.isNaN(x[i]) && Number.isNaN(y[i])) continue;
+      if ((Number.isNaN(x[i]) && Number.isNaN(y[i])) || x[i] === y[i]) continue; // (±Infinity: their difference is NaN)
       if (!(Math.abs(x[i] - y[i]) <= abs + rel * Math.abs(x[i]))) {
         problems.push(`${o.op} ${o.name}[${i}]: ${x[i]} vs ${y[i]}`);
         within = false;
@@ -229,7 +245,7 @@ async function startServer(cases) {
     }
     if (url.pathname === '/cases.json') {
       res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify(cases));
+      res.end(casesJson(cases));
       return;
     }
     const rel = normalize(decodeURIComponent(url.pathname)).replace(/^[/\\]+/, '');
@@ -322,8 +338,8 @@ async function checkBudget() {
 // ---- the matrix -----------------------------------------------------------------------
 
 const cases = loadCases();
-record(`conformance cases found in ${CASES_DIR}`, cases.length > 0, `${cases.length} files`);
-const casesArg = `cases=${CASES_DIR}`;
+record(`conformance cases found in ${CASES_DIR} and test/conformance/upstream`, cases.length > 0, `${cases.length} files`);
+const casesArg = `cases=${[CASES_DIR, UPSTREAM_DIR].filter((d) => existsSync(d)).join(',')}`;
 const child = join('test', 'runtimes', 'cli-child.mjs');
 
 console.log('size budget');
@@ -384,7 +400,7 @@ console.log('workerd');
 try {
   await withWorkerd(join('test', 'runtimes', 'workerd.capnp'), async (base, log) => {
     for (const build of [undefined, 'scalar']) {
-      const res = await fetch(base + '/', { method: 'POST', body: JSON.stringify({ cases, build, expectBuild: build ?? 'simd' }), signal: AbortSignal.timeout(60_000) });
+      const res = await fetch(base + '/', { method: 'POST', body: `{"cases":${casesJson(cases)},"build":${JSON.stringify(build ?? null)},"expectBuild":${JSON.stringify(build ?? 'simd')}}`, signal: AbortSignal.timeout(60_000) });
       const text = await res.text();
       let report = null;
       try {
