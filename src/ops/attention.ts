@@ -424,8 +424,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     scale: plan.scale, softcap: plan.softcap, mask: maskPlan, norm: plan.norm, quant: plan.quant, qScale: plan.qScale, qk,
     winLeft: plan.winLeft, winRight: plan.winRight,
   };
-  const ySize = ySpec.shape.reduce((a, x) => a * x, 1);
-  if (full.seqs.length > 0 && full.Hq > 0 && (Y ? ySize : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
+  if (full.seqs.length > 0 && full.Hq > 0 && (Y ? yElems : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
   if (wide) {
     // widen the float32 rows into the float64 outputs (exact)
     const buf = ctx.memory.buffer;
