@@ -94,7 +94,7 @@ describe('TensorScatter against the reference', () => {
         const updShape = cacheShape.slice();
         updShape[axis] = S;
         const B = cacheShape[0];
-        const wi = base.idxKind === 'none' ? null : Array.from({ length: B }, () => (base.circular ? Math.floor(rnd() * 3 * N) : Math.floor(rnd() * (N - S + 1))));
+        const wi = base.idxKind === 'none' ? null : Array.from({ length: B }, () => (base.circular ? Math.floor((rnd() * 6 - 3) * N) : Math.floor(rnd() * (N - S + 1))));
         const cache = randomTensor(base.dtype, cacheShape, rnd);
         const update = randomTensor(base.dtype, updShape, rnd);
         const idx = wi === null ? null : base.idxKind === 'int32' ? ek.tensor('int32', [B], wi) : ek.tensor('int64', [B], wi.map(BigInt));
@@ -232,7 +232,8 @@ describe('bad inputs: a KernelError naming the input, and nothing written', () =
 
   const cases: [string, () => unknown, string, RegExp][] = [
     ['write past the end (linear)', () => ek.run('TensorScatter', [cache, upd, t([2], 'int64', [0n, 7n])]), 'INVALID_VALUE', /write_indices\[1\].*passes the end/],
-    ['negative write index', () => ek.run('TensorScatter', [cache, upd, t([2], 'int32', [-1, 0])], { mode: 'circular' }), 'INVALID_VALUE', /write_indices\[0\].*non-negative.*-1/],
+    ['negative write index (linear)', () => ek.run('TensorScatter', [cache, upd, t([2], 'int32', [-1, 0])]), 'INVALID_VALUE', /write_indices\[0\].*non-negative.*-1/],
+    ['int64 write index beyond 2^53 (linear)', () => ek.run('TensorScatter', [cache, upd, t([2], 'int64', [0n, 2n ** 60n])]), 'INVALID_VALUE', /out of range/],
     ['axis 0', () => ek.run('TensorScatter', [cache, upd, idx], { axis: 0 }), 'INVALID_ATTRIBUTE', /axis.*batch/],
     ['axis -4 is the batch axis', () => ek.run('TensorScatter', [cache, upd, idx], { axis: -4 }), 'INVALID_ATTRIBUTE', /axis/],
     ['axis out of range', () => ek.run('TensorScatter', [cache, upd, idx], { axis: 4 }), 'INVALID_ATTRIBUTE', /axis.*\[-4, 3\].*got 4/],
@@ -288,8 +289,29 @@ describe('bad inputs: a KernelError naming the input, and nothing written', () =
     expect(snapshot(cache)).toEqual(before);
   });
 
-  it('int64 write indices beyond 2^53 are rejected', () => {
-    expectKernelError(() => ek.run('TensorScatter', [cache, upd, t([2], 'int64', [0n, 2n ** 60n])], { mode: 'circular' }), 'INVALID_VALUE', /out of range/);
+  it('circular mode takes any int32 / int64 index modulo the length, as the spec\'s Python % does (negative and > 2^53 ones too)', () => {
+    // cache length 8; rows 0..1 of batch 0 and 1 land at floor-mod positions
+    const cases: [DType, unknown[], number[]][] = [
+      ['int32', [-1, -10], [7, 6]],
+      ['int32', [-2147483648, 2147483647], [0, 7]],
+      ['int64', [-(2n ** 63n), 2n ** 60n + 5n], [0, 5]],
+      ['int64', [2n ** 63n - 1n, -9n], [7, 7]],
+    ];
+    for (const [dtype, idx, want] of cases) {
+      const c = ek.tensor('float32', [2, 3, 8, 4]);
+      const u = ek.tensor('float32', [2, 3, 2, 4], Float32Array.from({ length: 48 }, (_, i) => i + 1));
+      ek.run('TensorScatter', [c, u, t([2], dtype, idx)], { mode: 'circular' });
+      const cd = c.data as Float32Array, ud = u.data as Float32Array;
+      for (let b = 0; b < 2; b++) {
+        for (let h = 0; h < 3; h++) {
+          for (let s = 0; s < 2; s++) {
+            const pos = (want[b] + s) % 8;
+            for (let d = 0; d < 4; d++) expect(cd[((b * 3 + h) * 8 + pos) * 4 + d]).toBe(ud[((b * 3 + h) * 2 + s) * 4 + d]);
+          }
+        }
+      }
+      c.dispose(); u.dispose();
+    }
   });
 });
 

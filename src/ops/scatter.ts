@@ -6,7 +6,7 @@
  */
 import { show } from '../errors.js';
 import type { Tensor } from '../tensor.js';
-import { fail, normalizeAxis, product, readCumulative, readInts, requireRank } from './checks.js';
+import { fail, normalizeAxis, product, readCumulative, readInts, requireDtype, requireRank } from './checks.js';
 import type { OpContext, OpDef } from './registry.js';
 
 /** Per-batch start positions, checked; returned as a pointer to int32s (0 = all zero). */
@@ -22,6 +22,20 @@ function writeStarts(
   }
   const what = `${op} input write_indices`;
   if (idx.rank !== 1 || idx.shape[0] !== batch) fail('INVALID_SHAPE', `${what}: expected shape [${batch}] (one per batch entry), got ${show([...idx.shape])}`);
+  if (circular) {
+    // the spec's pseudocode takes write_indices[b] % max_sequence_length with Python's
+    // floor modulo: any int32 / int64 value, negative ones included, names a row
+    requireDtype(idx, ['int32', 'int64'], what);
+    if (batch === 0) return 0;
+    const d = idx.data as Int32Array | BigInt64Array;
+    const ptr = ctx.scratch(batch * 4);
+    const out = new Int32Array(ctx.memory.buffer, ptr, batch);
+    for (let b = 0; b < batch; b++) {
+      const x = d[b];
+      out[b] = n === 0 ? 0 : typeof x === 'bigint' ? Number(((x % BigInt(n)) + BigInt(n)) % BigInt(n)) : ((x % n) + n) % n;
+    }
+    return ptr;
+  }
   const v = readInts(idx, what);
   for (let b = 0; b < batch; b++) {
     if (v[b] < 0) fail('INVALID_VALUE', `${what}[${b}]: expected a non-negative position, got ${v[b]}`);
@@ -30,11 +44,10 @@ function writeStarts(
     }
   }
   if (batch === 0) return 0;
-  // An int32 index tensor needs no reduction in linear mode: the kernel reads it where it lives.
-  if (idx.dtype === 'int32' && !circular) return idx.byteOffset;
+  // An int32 index tensor needs no copy in linear mode: the kernel reads it where it lives.
+  if (idx.dtype === 'int32') return idx.byteOffset;
   const ptr = ctx.scratch(batch * 4);
-  const out = new Int32Array(ctx.memory.buffer, ptr, batch);
-  for (let b = 0; b < batch; b++) out[b] = n === 0 ? 0 : v[b] % n;
+  new Int32Array(ctx.memory.buffer, ptr, batch).set(v);
   return ptr;
 }
 

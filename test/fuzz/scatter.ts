@@ -85,8 +85,9 @@ export const tensorScatterFamily: Family = {
     function indicesNegativeOrHuge(_ek, c, rnd) {
       const i = c.inputs[2] as Tensor;
       const b = int(rnd, 0, i.shape[0] - 1);
+      // circular mode takes every index modulo the cache length (negative ones too)
+      if (c.attributes.mode === 'circular') return false;
       const v = pick(rnd, [-1, -7, 2 ** 31 - 1]);
-      if (v > 0 && c.attributes.mode === 'circular') return false;
       if (i.dtype === 'int64') (i.data as BigInt64Array)[b] = rnd() < 0.2 ? 2n ** 62n : BigInt(v);
       else (i.data as Int32Array)[b] = v;
       c.names = ['write_indices'];

@@ -59,7 +59,7 @@ export function tensorScatterRef<T>(
     const b = idx[0];
     const w = writeIndices ? writeIndices[b] : 0;
     let pos = w + idx[ax];
-    if (mode === 'circular') pos %= N;
+    if (mode === 'circular') pos = ((pos % N) + N) % N; // Python's floor modulo, as the spec's pseudocode
     let c = 0, u = 0;
     for (let i = 0; i < r; i++) {
       c += (i === ax ? pos : idx[i]) * cs[i];
