@@ -44,8 +44,8 @@
 // overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
 // never leave the output rows.
 import {
-  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16ToF32Scalar, f32ToBF16Scalar, f32ToF16Scalar,
-  hsum4, loadBF16x4, loadF16x4, madd, tanhScalar, tanhV,
+  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, f16ToF32Scalar, f32ToBF16Scalar,
+  f32ToF16Scalar, hsum4, loadBF16x4, loadF16x4, madd, tanhScalar, tanhV,
 } from './simd';
 
 // ---- parameter block ----------------------------------------------------------------
@@ -839,32 +839,6 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: 
       pvBlock<f32, u16>(sCv, <usize>gDv << 2, nb, nR4, sOff);
     }
   } else pvBlock<i16, u16>(vRow, vStride, nb, nR4, sOff);
-}
-
-/**
- * float16 bits (sign-extended to 32) → float32 for values that are not Inf / NaN: the shift
- * and the and place sign, exponent and mantissa (as f16BitsToF32V), the multiply by 2^112
- * rebiases exactly (subnormal halves included); without the Inf / NaN patch (four more
- * instructions and two more constants, which made V8 spill four accumulators of the score
- * loop), which is why each block is checked first (f16RowsFinite).
- */
-// @ts-ignore: decorator
-@inline function f16FiniteToF32V(h: v128): v128 {
-  return f32x4.mul(v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000)), f32x4.splat(reinterpret<f32>(0x77800000)));
-}
-
-/** True when none of n float16 rows of D elements (stride bytes apart) holds an Inf / NaN code. */
-function f16RowsFinite(p: usize, stride: usize, n: i32, D: i32): bool {
-  const m = i16x8.splat(0x7c00);
-  let hit = i16x8.splat(0);
-  const D8 = D & ~7;
-  for (let j = 0; j < n; j++) {
-    const row = p + <usize>j * stride;
-    let d = 0;
-    for (; d < D8; d += 8) hit = v128.or(hit, i16x8.eq(v128.and(v128.load(row + (<usize>d << 1)), m), m));
-    for (; d < D; d++) if ((<u32>load<u16>(row + (<usize>d << 1)) & 0x7c00) == 0x7c00) return false;
-  }
-  return !v128.any_true(hit);
 }
 
 /** n float16 rows (stride bytes apart) → float32 rows of D at dst (exact, Inf / NaN kept). */

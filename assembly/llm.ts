@@ -20,7 +20,7 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
-import { expScalar, expV, f16BitsToF32V, hsum4 } from './simd';
+import { expScalar, expV, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, hsum4 } from './simd';
 
 // exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
 // build and the tails use expScalar).
@@ -288,7 +288,19 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
  */
 @inline function ldHalf4(p: usize, kind: i32): v128 {
   if (kind == 2) return i32x4.shl(v128.load16x4_u(p), 16);
+  if (kind == F16_FINITE) return f16FiniteToF32V(v128.load16x4_s(p));
   return f16BitsToF32V(v128.load16x4_s(p));
+}
+
+/**
+ * kind 5: a float16 row known to hold no Inf / NaN code (f16RowsFinite, 3 ops per 8 codes,
+ * the row then read again from L1), widened by 3 ops per 4 values instead of 7.
+ */
+// @ts-ignore: decorator
+@inline const F16_FINITE = 5;
+/** A float16 row (kind 1) of D codes at p without Inf / NaN, in the SIMD build: kind 5 applies. */
+@inline function finiteF16Row(p: usize, D: usize, kind: i32): bool {
+  return ASC_FEATURE_SIMD && kind == 1 && f16RowsFinite(p, 0, 1, <i32>D);
 }
 
 // float32 → float16, round to nearest even (F. Giesen's float_to_half_fast3_rtne):
@@ -473,9 +485,39 @@ export function appendE4m3Rows(
   return i < first ? slot0 + i : i - first;
 }
 
-/** Four elements of a cache row of `kind` (0 float32, 2 bfloat16) at p, as f32x4 (exact). */
+/** Four elements of a cache row of `kind` (0 float32, 1 / 5 float16, 2 bfloat16) at p, as f32x4 (exact). */
 @inline function ldRow4(p: usize, kind: i32): v128 {
   return kind == 0 ? v128.load(p) : ldHalf4(p, kind);
+}
+
+/** The four sums Σ_i q[i]·k_t[i] (t = 0..3, D a multiple of 4) as one v128; rows of `kind` ≤ 2 or 5. */
+@inline function dot4(q: usize, k0: usize, k1: usize, k2: usize, k3: usize, D: usize, kind: i32): v128 {
+  const qe = q + (D << 2), eStep: usize = kind == 0 ? 16 : 8;
+  let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+  for (let qp = q; qp < qe; qp += 16) {
+    const x = v128.load(qp);
+    a0 = f32x4.add(a0, f32x4.mul(x, ldRow4(k0, kind)));
+    a1 = f32x4.add(a1, f32x4.mul(x, ldRow4(k1, kind)));
+    a2 = f32x4.add(a2, f32x4.mul(x, ldRow4(k2, kind)));
+    a3 = f32x4.add(a3, f32x4.mul(x, ldRow4(k3, kind)));
+    k0 += eStep; k1 += eStep; k2 += eStep; k3 += eStep;
+  }
+  return hsum4(a0, a1, a2, a3);
+}
+
+/** o[i] += p[0]·v0[i] + … + p[3]·v3[i] (added in that order) over dBytes of o; rows of `kind` ≤ 2 or 5. */
+@inline function axpy4(o: usize, v0: usize, v1: usize, v2: usize, v3: usize, p: usize, dBytes: usize, kind: i32): void {
+  const eShift: usize = kind == 0 ? 0 : 1; // o (float32 bytes) → V row bytes
+  const p0 = v128.load32_splat(p), p1 = v128.load32_splat(p, 4), p2 = v128.load32_splat(p, 8), p3 = v128.load32_splat(p, 12);
+  for (let b: usize = 0; b < dBytes; b += 16) {
+    const e = b >> eShift;
+    let acc = v128.load(o + b);
+    acc = f32x4.add(acc, f32x4.mul(p0, ldRow4(v0 + e, kind)));
+    acc = f32x4.add(acc, f32x4.mul(p1, ldRow4(v1 + e, kind)));
+    acc = f32x4.add(acc, f32x4.mul(p2, ldRow4(v2 + e, kind)));
+    acc = f32x4.add(acc, f32x4.mul(p3, ldRow4(v3 + e, kind)));
+    v128.store(o + b, acc);
+  }
 }
 
 /** Σ_i a[i]·b[i] over D elements; a float32, b of `kind` (3 = int8, unscaled). */
@@ -628,27 +670,20 @@ export function attendI8(
       const qStep = <usize>qHeadStride << 2;
       // scores[g·cnt + i] = scale · q_g · k_i, each K row read once for the group
       let i0: usize = 0;
-      if (ASC_FEATURE_SIMD && (kind == 0 || kind == 2) && G == 1 && (dd & 3) == 0) {
-        // one query row (multi-head attention's decode step) over float32 or bfloat16 rows:
-        // four keys per pass, their four sums reduced together and stored as one v128
-        // (bfloat16 widened in registers by a shift; float16, whose widening costs more than
-        // the loop saves, 3–5%, stays on the per-key path)
-        const sv = f32x4.splat(scale), qe = qs + dBytes, eStep: usize = kind == 0 ? 16 : 8;
+      if (ASC_FEATURE_SIMD && kind <= 2 && G == 1 && (dd & 3) == 0) {
+        // one query row (multi-head attention's decode step) over float32, float16 or
+        // bfloat16 rows: four keys per pass, their four sums reduced together and stored as
+        // one v128 (bfloat16 widened in registers by a shift; float16 by 3 ops when its four
+        // rows hold no Inf / NaN, else by the exact 7)
+        const sv = f32x4.splat(scale);
         for (; i0 + 4 <= cnt; i0 += 4) {
-          let k0 = kh + slotOf(i0, first, slot0) * rowBytes;
-          let k1 = kh + slotOf(i0 + 1, first, slot0) * rowBytes;
-          let k2 = kh + slotOf(i0 + 2, first, slot0) * rowBytes;
-          let k3 = kh + slotOf(i0 + 3, first, slot0) * rowBytes;
-          let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
-          for (let qp = qs; qp < qe; qp += 16) {
-            const x = v128.load(qp);
-            a0 = f32x4.add(a0, f32x4.mul(x, ldRow4(k0, kind)));
-            a1 = f32x4.add(a1, f32x4.mul(x, ldRow4(k1, kind)));
-            a2 = f32x4.add(a2, f32x4.mul(x, ldRow4(k2, kind)));
-            a3 = f32x4.add(a3, f32x4.mul(x, ldRow4(k3, kind)));
-            k0 += eStep; k1 += eStep; k2 += eStep; k3 += eStep;
-          }
-          v128.store(scores + (i0 << 2), f32x4.mul(hsum4(a0, a1, a2, a3), sv));
+          const k0 = kh + slotOf(i0, first, slot0) * rowBytes;
+          const k1 = kh + slotOf(i0 + 1, first, slot0) * rowBytes;
+          const k2 = kh + slotOf(i0 + 2, first, slot0) * rowBytes;
+          const k3 = kh + slotOf(i0 + 3, first, slot0) * rowBytes;
+          const h = kind == 1 && finiteF16Row(k0, dd, kind) && finiteF16Row(k1, dd, kind) && finiteF16Row(k2, dd, kind) && finiteF16Row(k3, dd, kind)
+            ? dot4(qs, k0, k1, k2, k3, dd, F16_FINITE) : dot4(qs, k0, k1, k2, k3, dd, kind);
+          v128.store(scores + (i0 << 2), f32x4.mul(h, sv));
         }
       }
       for (let i: usize = i0; i < cnt; i++) {
@@ -678,26 +713,18 @@ export function attendI8(
       }
       // out_g = Σ_i p_g[i] · v_i, each V row read once for the group
       i0 = 0;
-      if (ASC_FEATURE_SIMD && (kind == 0 || kind == 2) && G == 1 && (dd & 3) == 0) {
+      if (ASC_FEATURE_SIMD && kind <= 2 && G == 1 && (dd & 3) == 0) {
         // one query row: four V rows per pass over the output row (same additions in the same
         // order as four axpy calls, with the output held in a register between them)
-        const eShift: usize = kind == 0 ? 0 : 1; // o (float32 bytes) → V row bytes
         for (; i0 + 4 <= cnt; i0 += 4) {
           const v0 = vh + slotOf(i0, first, slot0) * rowBytes;
           const v1 = vh + slotOf(i0 + 1, first, slot0) * rowBytes;
           const v2 = vh + slotOf(i0 + 2, first, slot0) * rowBytes;
           const v3 = vh + slotOf(i0 + 3, first, slot0) * rowBytes;
-          const p0 = v128.load32_splat(scores + (i0 << 2)), p1 = v128.load32_splat(scores + (i0 << 2), 4);
-          const p2 = v128.load32_splat(scores + (i0 << 2), 8), p3 = v128.load32_splat(scores + (i0 << 2), 12);
-          for (let o: usize = 0; o < dBytes; o += 16) {
-            const e = o >> eShift;
-            let acc = v128.load(os + o);
-            acc = f32x4.add(acc, f32x4.mul(p0, ldRow4(v0 + e, kind)));
-            acc = f32x4.add(acc, f32x4.mul(p1, ldRow4(v1 + e, kind)));
-            acc = f32x4.add(acc, f32x4.mul(p2, ldRow4(v2 + e, kind)));
-            acc = f32x4.add(acc, f32x4.mul(p3, ldRow4(v3 + e, kind)));
-            v128.store(os + o, acc);
-          }
+          const pp = scores + (i0 << 2);
+          if (kind == 1 && finiteF16Row(v0, dd, kind) && finiteF16Row(v1, dd, kind) && finiteF16Row(v2, dd, kind) && finiteF16Row(v3, dd, kind)) {
+            axpy4(os, v0, v1, v2, v3, pp, dBytes, F16_FINITE);
+          } else axpy4(os, v0, v1, v2, v3, pp, dBytes, kind);
         }
       }
       for (let i: usize = i0; i < cnt; i++) {

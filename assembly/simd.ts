@@ -169,6 +169,33 @@
   return i32x4.shl(v128.load16x4_u(p), 16);
 }
 
+/**
+ * float16 bits (sign-extended to 32) → float32 for values that are not Inf / NaN: the shift
+ * and the and place sign, exponent and mantissa (as f16BitsToF32V), the multiply by 2^112
+ * rebiases exactly (subnormal halves included); without the Inf / NaN patch (four more
+ * instructions and two more constants: in the flash score loop they made V8 spill four
+ * accumulators), so callers check a block of rows first (f16RowsFinite) and take this
+ * path when it has no Inf / NaN code.
+ */
+// @ts-ignore: decorator
+@inline export function f16FiniteToF32V(h: v128): v128 {
+  return f32x4.mul(v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000)), f32x4.splat(reinterpret<f32>(0x77800000)));
+}
+
+/** True when none of n float16 rows of D elements (stride bytes apart) holds an Inf / NaN code. */
+export function f16RowsFinite(p: usize, stride: usize, n: i32, D: i32): bool {
+  const m = i16x8.splat(0x7c00);
+  let hit = i16x8.splat(0);
+  const D8 = D & ~7;
+  for (let j = 0; j < n; j++) {
+    const row = p + <usize>j * stride;
+    let d = 0;
+    for (; d < D8; d += 8) hit = v128.or(hit, i16x8.eq(v128.and(v128.load(row + (<usize>d << 1)), m), m));
+    for (; d < D; d++) if ((<u32>load<u16>(row + (<usize>d << 1)) & 0x7c00) == 0x7c00) return false;
+  }
+  return !v128.any_true(hit);
+}
+
 /** float16 bit pattern → float32 (scalar twin of f16BitsToF32V). */
 // @ts-ignore: decorator
 @inline export function f16ToF32Scalar(h: u32): f32 {

@@ -403,6 +403,49 @@ describe('ONNX Attention matches the float64 reference', () => {
 });
 
 describe('float16 K/V are widened exactly', () => {
+  // One query row per KV head goes to llm.ts's decode kernel, whose four-keys-per-pass loops
+  // widen float16 rows by three ops when a group of four rows has no Inf / NaN code and by the
+  // exact seven otherwise. Both must give bit for bit what the float32 kernel gives on the
+  // widened values (same operations in the same order): every finite pattern is spread over
+  // K and V, and a few rows carry −Inf (K, against a positive q: the key gets weight 0) or
+  // ±Inf / NaN (V: those output columns only), so both paths run in one call.
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`one query row per head: float16 rows (finite and not) give the float32 kernel's bits (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const H = 2, L = 248, D = 128; // 2·248·128 = 63,488: every finite pattern once
+      const finite = Array.from({ length: 65536 }, (_, i) => i).filter((i) => (i & 0x7c00) !== 0x7c00);
+      const rnd = rng(41);
+      const kPats = finite.map((_, i) => finite[(i * 7919) % finite.length]);
+      const vPats = finite.slice();
+      const q = Array.from({ length: H * D }, () => 0.001 + rnd() * 0.01); // positive: −Inf · q = −Inf
+      // K row 5 of head 0 and row 130 of head 1: a −Inf; V rows 9 and 200: +Inf, −Inf, NaN codes
+      kPats[(0 * L + 5) * D + 17] = 0xfc00;
+      kPats[(1 * L + 130) * D + 64] = 0xfc00;
+      vPats[(0 * L + 9) * D + 3] = 0x7c00;
+      vPats[(1 * L + 200) * D + 100] = 0xfc00;
+      vPats[(1 * L + 200) * D + 101] = 0x7e01;
+      const Q = e.tensor('float32', [1, H, 1, D], q);
+      const K16 = e.tensor('float16', [1, H, L, D], kPats), V16 = e.tensor('float16', [1, H, L, D], vPats);
+      const K32 = e.tensor('float32', [1, H, L, D], kPats.map(f16ToF32)), V32 = e.tensor('float32', [1, H, L, D], vPats.map(f16ToF32));
+      const Y16 = e.tensor('float32', [1, H, 1, D]), Y32 = e.tensor('float32', [1, H, 1, D]);
+      try {
+        e.run('TRT_Attention', [Q, K16, V16], {}, { outputs: [Y16] });
+        e.run('TRT_Attention', [Q, K32, V32], {}, { outputs: [Y32] });
+        const a = Y16.data as Float32Array, b = Y32.data as Float32Array;
+        let bad = 0, first = '', finiteOut = 0;
+        for (let i = 0; i < H * D; i++) {
+          if (Number.isFinite(b[i])) finiteOut++;
+          if (Object.is(a[i], b[i]) || (Number.isNaN(a[i]) && Number.isNaN(b[i]))) continue;
+          if (bad++ === 0) first = `output ${i}: ${a[i]} vs ${b[i]}`;
+        }
+        expect(bad, first).toBe(0);
+        expect(finiteOut).toBe(H * D - 3); // only the three columns of the Inf / NaN V codes are not finite
+      } finally {
+        for (const t of [Q, K16, V16, K32, V32, Y16, Y32]) t.dispose();
+      }
+    });
+  }
+
   // One key (score 0, weight exactly 1) makes the output the value row itself: all 65,536
   // float16 patterns as one V row (both widening loads of the P·V loop) must come back as
   // their exact float32 values — subnormals, ±Inf and NaN included (a −0 may come back +0:
