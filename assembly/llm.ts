@@ -13,7 +13,7 @@
 //     inputs may be read up to 16 bytes past their end (arena padding, DESIGN.md rule 4),
 //     outputs are never written outside their stated extent;
 //   - outputs do not overlap inputs unless a kernel says "may alias";
-//   - dims are >= 0; attention: Hq is a multiple of Hkv, `scores` holds N floats.
+//   - dims are >= 0; attention: Hq is a multiple of Hkv, `scores` as stated there.
 //
 // Every SIMD loop has an `if (ASC_FEATURE_SIMD)` branch and a scalar branch computing the
 // same arithmetic (the sums may be associated differently; results agree within float32
@@ -520,6 +520,43 @@ export function appendE4m3Rows(
   }
 }
 
+/**
+ * sc[g·scStride] = scale · q_g · row for the G query heads of a group (G a multiple of 4,
+ * q_g at q + g·qStep, D a multiple of 4, row float32): four heads per pass, so each row
+ * element is loaded once per four products and the four sums are independent chains (one
+ * dot product at a time waits on its single accumulator's add latency).
+ */
+function scoreHeads(sc: usize, scStride: usize, q: usize, qStep: usize, row: usize, D: usize, G: usize, scale: f32): void {
+  const rowEnd = row + (D << 2), sv = f32x4.splat(scale);
+  for (let g: usize = 0; g < G; g += 4) {
+    let q0 = q + g * qStep, q1 = q0 + qStep, q2 = q1 + qStep, q3 = q2 + qStep;
+    let a0 = f32x4.splat(0), a1 = f32x4.splat(0), a2 = f32x4.splat(0), a3 = f32x4.splat(0);
+    for (let k = row; k < rowEnd; k += 16) {
+      const x = v128.load(k);
+      a0 = f32x4.add(a0, f32x4.mul(v128.load(q0), x));
+      a1 = f32x4.add(a1, f32x4.mul(v128.load(q1), x));
+      a2 = f32x4.add(a2, f32x4.mul(v128.load(q2), x));
+      a3 = f32x4.add(a3, f32x4.mul(v128.load(q3), x));
+      q0 += 16; q1 += 16; q2 += 16; q3 += 16;
+    }
+    const s = f32x4.mul(hsum4(a0, a1, a2, a3), sv);
+    const o = sc + g * scStride;
+    store<f32>(o, f32x4.extract_lane(s, 0));
+    store<f32>(o + scStride, f32x4.extract_lane(s, 1));
+    store<f32>(o + 2 * scStride, f32x4.extract_lane(s, 2));
+    store<f32>(o + 3 * scStride, f32x4.extract_lane(s, 3));
+  }
+}
+
+/**
+ * o_g += p_g[0]·v0 + … + p_g[3]·v3 for the G query heads of a group: o_g at o + g·oStep,
+ * p_g[t] at p + g·pStride + 4t, float32 rows of dBytes (a multiple of 16). The additions of
+ * four axpy calls per head, in their order, with the output held in a register between them.
+ */
+function pvHeads(o: usize, oStep: usize, v0: usize, v1: usize, v2: usize, v3: usize, p: usize, pStride: usize, dBytes: usize, G: usize): void {
+  for (let g: usize = 0; g < G; g++) axpy4(o + g * oStep, v0, v1, v2, v3, p + g * pStride, dBytes, 0);
+}
+
 /** Σ_i a[i]·b[i] over D elements; a float32, b of `kind` (3 = int8, unscaled). */
 @inline function dot(a: usize, b: usize, D: usize, kind: i32): f32 {
   let i: usize = 0;
@@ -586,7 +623,7 @@ export function appendE4m3Rows(
  *           ≥ kvLen − N are present, and the query at position p sees p − window + 1 … p
  *           (causal) or the last `window` positions (not causal) among them.
  *   A query that sees no position outputs zeros.
- *   scores: (Hq / Hkv)·N + D floats of scratch.
+ *   scores: G·N + 4·D floats of scratch, G = Hq / Hkv (G·N + D when G = 1).
  * y = Σ_p softmax(scale · q·k_p) v_p over the visible positions (max-subtracted softmax).
  */
 export function attendF32(
@@ -645,7 +682,7 @@ export function attendI8(
   const rowBytes = kind == 0 ? dd << 2 : kind >= 3 ? dd : dd << 1;
   const group = Hkv > 0 ? Hq / Hkv : 1;
   const G = <usize>group;
-  // D floats after the scores: one K or V row widened to float32 (low-precision caches)
+  // 4·D floats after the scores: up to four K or V rows widened to float32 (low-precision caches)
   const rowBuf = scores + ((G * nn) << 2);
   // positions older than kvLen − N are overwritten in a window's ring
   const ringLo = window > 0 ? max(0, kvLen - N) : 0;
@@ -689,7 +726,12 @@ export function attendI8(
       for (let i: usize = i0; i < cnt; i++) {
         const slot = slotOf(i, first, slot0);
         const kr = kh + slot * rowBytes;
-        if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
+        if (ASC_FEATURE_SIMD && kind <= 2 && G > 1 && (G & 3) == 0 && (dd & 3) == 0) {
+          // grouped heads: four query heads per pass over the (widened) row
+          let row = kr;
+          if (kind != 0) { widenRow(rowBuf, kr, dd, kind, 1); row = rowBuf; }
+          scoreHeads(scores + (i << 2), cnt << 2, qs, qStep, row, dd, G, scale);
+        } else if (kind == 0 || kind == 3 || (G == 1 && kind != 4)) {
           const ks: f32 = kind == 3 ? scale * ld(ksh, slot) : scale;
           for (let g: usize = 0; g < G; g++) st(scores, g * cnt + i, dot(qs + g * qStep, kr, dd, kind) * ks);
         } else {
@@ -725,6 +767,20 @@ export function attendI8(
           if (kind == 1 && finiteF16Row(v0, dd, kind) && finiteF16Row(v1, dd, kind) && finiteF16Row(v2, dd, kind) && finiteF16Row(v3, dd, kind)) {
             axpy4(os, v0, v1, v2, v3, pp, dBytes, F16_FINITE);
           } else axpy4(os, v0, v1, v2, v3, pp, dBytes, kind);
+        }
+      } else if (ASC_FEATURE_SIMD && kind <= 2 && G > 1 && (dd & 3) == 0) {
+        // grouped heads: four V rows (float16 / bfloat16 widened once into rowBuf) per pass
+        // over each head's output row
+        for (; i0 + 4 <= cnt; i0 += 4) {
+          let v0 = vh + slotOf(i0, first, slot0) * rowBytes;
+          if (kind != 0) {
+            for (let t: usize = 0; t < 4; t++) widenRow(rowBuf + t * dBytes, vh + slotOf(i0 + t, first, slot0) * rowBytes, dd, kind, 1);
+            v0 = rowBuf;
+          }
+          const v1 = kind != 0 ? v0 + dBytes : vh + slotOf(i0 + 1, first, slot0) * rowBytes;
+          const v2 = kind != 0 ? v1 + dBytes : vh + slotOf(i0 + 2, first, slot0) * rowBytes;
+          const v3 = kind != 0 ? v2 + dBytes : vh + slotOf(i0 + 3, first, slot0) * rowBytes;
+          pvHeads(os, qStep, v0, v1, v2, v3, scores + (i0 << 2), cnt << 2, dBytes, G);
         }
       }
       for (let i: usize = i0; i < cnt; i++) {

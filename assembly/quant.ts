@@ -1008,9 +1008,10 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   }
 }
 
+/** anyRun (a literal): call the one run-time-generic copy of quantRun (quantRunAny) instead of inlining it. */
 @inline function quantLoop(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
-  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool, anyRun: bool,
 ): void {
   const es: usize = wide ? 2 : 1;
   const inr = <usize>inner;
@@ -1021,11 +1022,13 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
       const sp = scales + sidx, zp = zps != 0 ? zps + sidx : 0;
       const e0 = (<usize>o * <usize>D + <usize>d0) * inr;
       if (sI == 0) {
-        quantRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
+        if (anyRun) quantRunAny(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
+        else quantRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
       } else {
         for (let r = 0; r < rows; r++) {
           const e = e0 + <usize>r * inr;
-          quantRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
+          if (anyRun) quantRunAny(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
+          else quantRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
         }
       }
     }
@@ -1058,16 +1061,21 @@ export function quantizeF32(
   const wide = code == I16 || code == U16;
   // Specialized (constant-folded) loops for the common cases; one generic loop (code and
   // precision read at run time, loop-invariant branches) for the rest.
-  if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false);
-  else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false);
-  else quantGeneric(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide);
+  if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false, false);
+  else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false, false);
+  else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide, true);
 }
 
-function quantGeneric(
-  x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
-  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+/**
+ * quantRun with every argument read at run time, for the generic loop: one copy of the code
+ * of every output type (inlined per sI it was two, 26 KB of the module); its loops test sI
+ * and the type once per run, not per element.
+ */
+function quantRunAny(
+  x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32,
+  code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
 ): void {
-  quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate, prec, lo, hi, wide);
+  quantRun(x, y, len, sp, zp, sI, code, saturate, prec, lo, hi, wide);
 }
 
 @inline function dqRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32, code: i32): void {

@@ -387,7 +387,7 @@ export class KVCache {
       this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
       return out;
     }
-    let scratchBytes = 4 * (this.rows * (Hq / Hkv) + D);
+    let scratchBytes = 4 * (this.rows * (Hq / Hkv) + 4 * D); // attendF32/F16/BF16: G·N + 4·D floats
     if (SCALED(this.dtype) && kern.attendQ8ScratchBytes) scratchBytes = Math.max(scratchBytes, kern.attendQ8ScratchBytes(Hq / Hkv, D) >>> 0);
     const scores = this.ek.scratch(scratchBytes);
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
