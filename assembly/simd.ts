@@ -86,21 +86,44 @@
 }
 
 // ---- tanh ------------------------------------------------------------------------
-// tanh(x) = sign(x) · (1 − 2 / (exp(2|x|) + 1)). For |x| ≥ 9, exp(2|x|) > 6.5e7 and the
-// result rounds to ±1 in float32. For tiny |x| the subtraction loses relative accuracy,
-// but the absolute error stays below 1e-7, which is what attention scores need.
+// Cephes tanhf. For |x| < 0.625: tanh(x) = x + x·z·P(z), z = x², P of degree 4 (relative
+// error ≈ 1e-7: the softcapped scores softcap · tanh(s / softcap) keep the relative
+// accuracy of small s, which 1 − 2/(e^2x + 1) loses to cancellation: 1.4e-3 at s/cap = 3e-5).
+// For |x| ≥ 0.625: sign(x) · (1 − 2 / (exp(2|x|) + 1)), no cancellation there; for |x| ≥ 9,
+// exp(2|x|) > 6.5e7 and the result rounds to ±1 in float32. NaN propagates.
+// @ts-ignore: decorator
+@inline const TANH_P0: f32 = -5.70498872745e-3;
+// @ts-ignore: decorator
+@inline const TANH_P1: f32 = 2.06390887954e-2;
+// @ts-ignore: decorator
+@inline const TANH_P2: f32 = -5.37397155531e-2;
+// @ts-ignore: decorator
+@inline const TANH_P3: f32 = 1.33314422036e-1;
+// @ts-ignore: decorator
+@inline const TANH_P4: f32 = -3.33332819422e-1;
+
 // @ts-ignore: decorator
 @inline export function tanhV(x: v128): v128 {
   const sign = v128.and(x, i32x4.splat(0x80000000));
   const ax = v128.andnot(x, i32x4.splat(0x80000000));
   const e = expV(f32x4.mul(f32x4.pmin(ax, f32x4.splat(9.0)), f32x4.splat(2.0)));
-  const t = f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0))));
-  return v128.or(t, sign);
+  const big = v128.or(f32x4.sub(f32x4.splat(1.0), f32x4.div(f32x4.splat(2.0), f32x4.add(e, f32x4.splat(1.0)))), sign);
+  const z = f32x4.mul(x, x);
+  let p = f32x4.add(f32x4.mul(f32x4.splat(TANH_P0), z), f32x4.splat(TANH_P1));
+  p = f32x4.add(f32x4.mul(p, z), f32x4.splat(TANH_P2));
+  p = f32x4.add(f32x4.mul(p, z), f32x4.splat(TANH_P3));
+  p = f32x4.add(f32x4.mul(p, z), f32x4.splat(TANH_P4));
+  const small = f32x4.add(f32x4.mul(f32x4.mul(p, z), x), x);
+  return v128.bitselect(small, big, f32x4.lt(ax, f32x4.splat(0.625)));
 }
 
 // @ts-ignore: decorator
 @inline export function tanhScalar(x: f32): f32 {
   const ax = x < 0 ? -x : x;
+  if (ax < 0.625) {
+    const z = x * x;
+    return ((((TANH_P0 * z + TANH_P1) * z + TANH_P2) * z + TANH_P3) * z + TANH_P4) * z * x + x;
+  }
   const e = expScalar((ax < 9.0 ? ax : <f32>9.0) * 2.0);
   const t: f32 = 1.0 - 2.0 / (e + 1.0);
   return x < 0 ? -t : t;

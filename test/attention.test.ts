@@ -402,6 +402,36 @@ describe('ONNX Attention matches the float64 reference', () => {
   });
 });
 
+describe('softcap keeps the relative accuracy of small scores', () => {
+  // softcap · tanh(s / softcap) ≈ s for |s| ≪ softcap: computed as 1 − 2/(e^2x + 1), tanh
+  // lost ~3 digits to cancellation (qk output 0.00100136 for a score of 0.001 at softcap 30).
+  // Positive q and k keep the float32 dot products themselves accurate (no cancellation).
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`qk_matmul_output mode 1 (softcapped) within 2e-6 relative of float64, scores 1e-6 … 30 (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const Sq = 4, T = 40, D = 8, cap = 30;
+      // score of (i, j) = Σ q·k with q = 1 and k_j = c_j / D: scores c_j spanning 1e-6 … 30
+      const c = Array.from({ length: T }, (_, j) => 1e-6 * 10 ** (j / 5.2));
+      const q = new Array(Sq * D).fill(1), k = c.flatMap((x) => new Array(D).fill(Math.fround(x / D)));
+      const Q = e.tensor('float32', [1, 1, Sq, D], q), K = e.tensor('float32', [1, 1, T, D], k), V = e.tensor('float32', [1, 1, T, D]);
+      const outs = e.run('Attention', [Q, K, V], { softcap: cap, scale: 1, qk_matmul_output_mode: 1 }, { outputs: [true, null, null, true] }) as (Tensor | null)[];
+      try {
+        const qk = outs[3]!.data as Float32Array;
+        for (let i = 0; i < Sq; i++) {
+          for (let j = 0; j < T; j++) {
+            let s = 0;
+            for (let d = 0; d < D; d++) s += Math.fround(k[j * D + d]);
+            const want = cap * Math.tanh(s / cap), got = qk[i * T + j];
+            expect(Math.abs(got - want) / want, `row ${i} key ${j}: score ${s}, got ${got}, want ${want}`).toBeLessThan(2e-6);
+          }
+        }
+      } finally {
+        for (const t of [Q, K, V, ...outs]) t?.dispose();
+      }
+    });
+  }
+});
+
 describe('float16 K/V are widened exactly', () => {
   // One query row per KV head goes to llm.ts's decode kernel, whose four-keys-per-pass loops
   // widen float16 rows by three ops when a group of four rows has no Inf / NaN code and by the
