@@ -781,8 +781,8 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       const cr = sAcc + <usize>r * aRow;
       const n = min(nb, load<i32>(sGLim + <usize>(r & ~3)));
       for (let jj = 0; jj < n; jj++) {
+        // no skip of w = 0: a hidden key's 0 · Inf / NaN value is NaN in both builds
         const w = load<f32>(pr + (<usize>jj << 4));
-        if (w == 0) continue;
         const vr = vRow + <usize>jj * vStride;
         for (let d = 0; d < Dv; d++) {
           const a = cr + (<usize>d << 2);

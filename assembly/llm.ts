@@ -744,6 +744,9 @@ export function attendI8(
       for (let g: usize = 0; g < G; g++) {
         const sg = scores + ((g * cnt) << 2);
         const m = maxOf(sg, cnt);
+        // every visible score −∞ (a −∞ key against the query): the row sees no key and
+        // outputs zeros, as the flash kernel's rows do (exp(−∞ − (−∞)) would be NaN)
+        if (m == -Infinity) { memory.fill(sg, 0, cnt << 2); continue; }
         // the 1/Σ of the softmax is folded into the probabilities before the V pass
         const inv: f32 = <f32>1 / expShiftSum(sg, cnt, m);
         let i: usize = 0;

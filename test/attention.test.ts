@@ -402,6 +402,35 @@ describe('ONNX Attention matches the float64 reference', () => {
   });
 });
 
+describe('Inf / NaN in K and V: every build and path agrees', () => {
+  // (found by the second differential audit: the scalar build skipped zero weights, the
+  // one-row decode kernel turned an all −∞ row into NaN)
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`a mask-hidden Inf value row gives NaN (0 · Inf, as onnx.reference); keys that are all −∞ give zeros (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const made: Tensor[] = [];
+      const t = (dt: 'float32' | 'float16' | 'bool', sh: number[], d: number[]) => { const x = e.tensor(dt, sh, d); made.push(x); return x; };
+      try {
+        for (const H of [1, 2]) { // one query row per head: llm.ts's decode kernel; two heads on one KV head: the flash kernel
+          const Q = t('float32', [1, H, 1, 2], new Array(2 * H).fill(1));
+          const V = t('float32', [1, 1, 2, 2], [1, 1, Infinity, Infinity]);
+          const [y] = e.run('Attention', [Q, t('float32', [1, 1, 2, 2], [1, 0, 0, 1]), V, t('bool', [1, 2], [1, 0])], {}) as Tensor[];
+          made.push(y);
+          expect(Array.from(y.data as Float32Array).every(Number.isNaN), `H ${H} masked Inf`).toBe(true);
+          const [y2] = e.run('Attention', [Q, t('float32', [1, 1, 1, 2], [-Infinity, -Infinity]), t('float32', [1, 1, 1, 2], [5, 5])], {}) as Tensor[];
+          made.push(y2);
+          expect(Array.from(y2.data as Float32Array), `H ${H} −∞ key, float32`).toEqual(new Array(2 * H).fill(0));
+          const [y3] = e.run('Attention', [t('float16', [1, H, 1, 2], new Array(2 * H).fill(0x3c00)), t('float16', [1, 1, 1, 2], [0xfc00, 0xfc00]), t('float16', [1, 1, 1, 2], [0x4500, 0x4500])], {}) as Tensor[];
+          made.push(y3);
+          expect(Array.from(y3.data as Uint16Array), `H ${H} −∞ key, float16`).toEqual(new Array(2 * H).fill(0));
+        }
+      } finally {
+        made.forEach((x) => x.dispose());
+      }
+    });
+  }
+});
+
 describe('softcap keeps the relative accuracy of small scores', () => {
   // softcap · tanh(s / softcap) ≈ s for |s| ≪ softcap: computed as 1 − 2/(e^2x + 1), tanh
   // lost ~3 digits to cancellation (qk output 0.00100136 for a score of 0.001 at softcap 30).
