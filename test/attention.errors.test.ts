@@ -117,5 +117,12 @@ describe('TRT_QuantizedAttention rejects bad input with nothing written', () => 
     bad('TRT_QuantizedAttention', [Q, K, V, null, ek.tensor('float32', [2], [1, 1])], {}, 'INVALID_SHAPE', /scalar/, out);
     bad('TRT_QuantizedAttention', [t('float32', [1, 3, 8]), t('float32', [1, 5, 8]), t('float32', [1, 5, 8])], {}, 'INVALID_ATTRIBUTE', /head-count attribute/);
     bad('TRT_QuantizedAttention', [Q, K, V], { query_form: 'packed_nhd' }, 'INVALID_SHAPE', /packed_nhd expects/, out);
+    // head size 0 without a scale: the default 1/sqrt(0) is infinite (an explicit scale is accepted)
+    const Q0 = t('float32', [1, 2, 3, 0]), K0 = t('float32', [1, 2, 5, 0]), V0 = t('float32', [1, 2, 5, 4]);
+    bad('TRT_QuantizedAttention', [Q0, K0, V0], {}, 'INVALID_SHAPE', /query: head size 0.*give the scale attribute/);
+    bad('Attention', [Q0, K0, V0], {}, 'INVALID_SHAPE', /Q: head size 0.*give the scale attribute/);
+    const [y0] = ek.run('Attention', [Q0, K0, V0], { scale: 1 }) as Tensor[];
+    expect(y0.shape).toEqual([1, 2, 3, 4]);
+    y0.dispose();
   });
 });

@@ -538,7 +538,10 @@ const onnxAttention: OpDef = {
     // the offset of each batch entry's first query row: the causal frontier's and the window's
     const offsets = Array.from({ length: B }, (_, b) => (PK ? P : nonpad ? nonpad[b] - Sq : 0));
     let scale = attrs.scale as number | undefined;
-    if (scale === undefined) scale = 1 / Math.sqrt(D);
+    if (scale === undefined) {
+      if (D === 0) fail('INVALID_SHAPE', `${op} input Q: head size 0 makes the default scale 1/sqrt(0) infinite; give the scale attribute`);
+      scale = 1 / Math.sqrt(D);
+    }
     if (!Number.isFinite(scale)) fail('INVALID_ATTRIBUTE', `${op} attribute scale: expected a finite number, got ${scale}`);
     const softcap = attrs.softcap as number;
     if (!Number.isFinite(softcap) || softcap < 0) fail('INVALID_ATTRIBUTE', `${op} attribute softcap: expected a finite number >= 0, got ${softcap}`);
@@ -801,7 +804,7 @@ const trtQuantizedAttention: OpDef = {
       qForm: attrs.query_form as string, kvForm: attrs.kv_form as string,
       qHeads: attrs.q_num_heads as number | undefined, kvHeads: attrs.kv_num_heads as number | undefined,
       causal: attrs.is_causal === 1 ? 'quantized' : 'none',
-      scale: (attrs.scale as number | undefined) ?? 1 / Math.sqrt(D),
+      scale: (attrs.scale as number | undefined) ?? (D === 0 ? fail('INVALID_SHAPE', `${op} input query: head size 0 makes the default scale 1/sqrt(0) infinite; give the scale attribute`) : 1 / Math.sqrt(D)),
       norm: attrs.TRT_normalization_op === 'none' ? 1 : 0, quant, qScale,
     });
     return execute(ctx, op, job, inputs as (Tensor | null)[], requests);
