@@ -25,6 +25,8 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const CONFORMANCE_DIR = join(here, '..', '..', 'shared', 'conformance', 'onnx');
 /** The whole upstream node-test suite of the six ONNX operators (scripts/upstream-conformance). */
 export const UPSTREAM_DIR = join(here, 'conformance', 'upstream');
+/** Cases whose expected outputs come from onnx.reference, for spec corners the upstream suite lacks (scripts/reference-cases). */
+export const REFERENCE_DIR = join(here, 'conformance', 'reference');
 
 export interface ConformanceCase {
   file: string;

@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type Kernels, conformanceCases, expectConformanceCase, expectKernelError, init, memorySnapshot } from './helpers';
+import { type Kernels, REFERENCE_DIR, conformanceCases, expectConformanceCase, expectKernelError, init, memorySnapshot } from './helpers';
 import {
   FORMATS, INT_RANGES, decodeMini, dequantizeValue, encodeF16, encodeMini, f32Bits, pack, quantizeValue, scaleIndex, unpack,
 } from './ref/quant';
@@ -65,6 +65,23 @@ describe('QuantizeLinear / DequantizeLinear conformance', () => {
   for (const c of cases) {
     it(c.file, () => {
       expectConformanceCase(ek, c);
+    });
+  }
+});
+
+describe('QuantizeLinear precision float64: onnx.reference cases (scripts/reference-cases)', () => {
+  // x / y_scale divided in float64: int32 x beyond 2^24 is exact there (a float32 division
+  // rounds it first); every output type, per-tensor and per-axis, both builds
+  const cases = conformanceCases(['quantizelinear_precision_double'], REFERENCE_DIR);
+  let eks: Kernels;
+  beforeAll(async () => {
+    eks = await init({ build: 'scalar' });
+  });
+  it('78 cases (3 x dtypes × 13 output types × 2 granularities)', () => expect(cases.length).toBe(78));
+  for (const c of cases) {
+    it(c.file, () => {
+      expectConformanceCase(ek, c);
+      expectConformanceCase(eks, c);
     });
   }
 });

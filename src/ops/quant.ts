@@ -314,7 +314,75 @@ function checkFloatZeroPoint(op: string, what: string, zp: Tensor): void {
   }
 }
 
-const PRECISION: Record<string, number> = { float32: 1, float16: 10, bfloat16: 16 };
+const PRECISION: Record<string, number> = { float32: 1, float16: 10, bfloat16: 16, float64: 11 };
+
+/** Integer ranges of the integer quantized types. */
+const Q_RANGE: Record<string, [number, number]> = {
+  int8: [-128, 127], uint8: [0, 255], int16: [-32768, 32767], uint16: [0, 65535], int4: [-8, 7], uint4: [0, 15], int2: [-2, 1], uint2: [0, 3],
+};
+
+/** Round half to even of a float64. */
+function rintEven(v: number): number {
+  const r = Math.round(v); // half up
+  return r - v === 0.5 && r % 2 !== 0 ? r - 1 : r;
+}
+
+/**
+ * QuantizeLinear with `precision` float64: x / y_scale divided in float64 (x and the scale
+ * are exact there) on the host, one correctly rounded quotient per element, then the same
+ * steps as the float32 kernel: integers round half to even, clamp (NaN → the lower bound)
+ * and add the zero point; float8 / float4 codes come from that float64 quotient through a
+ * round-to-odd float32 (one correct rounding, see f64ToF32), float4 after adding its ±0 zero
+ * point. Chunks of CHUNK elements through scratch.
+ */
+function quantizeF64(
+  ctx: OpContext, x: Tensor, scale: Tensor, f: Fold, out: string, sPtr: number, zPtr: number, y: Tensor, saturate: boolean, base: number,
+): void {
+  const e = ctx.exports;
+  const n = x.size;
+  const info = DTYPES[out];
+  const mem = () => ctx.memory.buffer;
+  const A = base, B = A + 8 * CHUNK, T = B + 4 * CHUNK;
+  // x as float64: float32 / int32 read directly, float16 / bfloat16 through their exact float32
+  const xs = x.dtype === 'int32' ? (x.data as Int32Array) : null;
+  const sc = scale.dtype === 'int32' ? Float64Array.from(scale.data as Int32Array) : Float64Array.from(new Float32Array(mem(), sPtr, scale.size));
+  const zs = zPtr ? Float64Array.from(new Float32Array(mem(), zPtr, scale.size)) : null;
+  const range = Q_RANGE[out];
+  const float4 = out === 'float4e2m1';
+  for (let start = 0; start < n; start += CHUNK) {
+    const len = Math.min(CHUNK, n - start);
+    let xv: ArrayLike<number>;
+    if (xs) xv = xs.subarray(start, start + len);
+    else if (x.dtype === 'float32') xv = new Float32Array(mem(), x.byteOffset + start * 4, len);
+    else { e.decodeToF32(addr(x, start), B, len, x.info.onnx, T); xv = new Float32Array(mem(), B, len); }
+    const q = new Float64Array(mem(), A, len);
+    for (let k = 0; k < len; k++) {
+      const el = start + k;
+      const i = el % f.inner, rest = (el - i) / f.inner, d = rest % f.D, o = (rest - d) / f.D;
+      const si = o * f.sO + Math.floor(d / f.B) * f.sD + i * f.sI;
+      let v = xv[k] / sc[si];
+      const z = zs ? zs[si] : 0;
+      if (range) {
+        const [lo, hi] = range;
+        v = rintEven(v);
+        v = Number.isNaN(v) || v < lo - z ? lo - z : v > hi - z ? hi - z : v;
+        v += z;
+      } else if (float4 && zs) v += z;
+      q[k] = v;
+    }
+    if (range) {
+      if (info.bits === 16) (out === 'int16' ? new Int16Array(mem(), y.byteOffset + start * 2, len) : new Uint16Array(mem(), y.byteOffset + start * 2, len)).set(q);
+      else if (info.bits === 8) (out === 'int8' ? new Int8Array(mem(), y.byteOffset + start, len) : new Uint8Array(mem(), y.byteOffset + start, len)).set(q);
+      else {
+        new Int8Array(mem(), T, len).set(q);
+        e.packBits(T, addr(y, start), len, info.bits);
+      }
+    } else {
+      e.f64ToF32(A, B, len, 1);
+      e.encodeFromF32(B, addr(y, start), len, info.onnx, float4 || saturate ? 1 : 0, 0, T);
+    }
+  }
+}
 
 /** Converts scales (and integer zero points) to float32 in scratch; returns pointers. */
 function scaleZpPointers(ctx: OpContext, base: number, scale: Tensor, zp: Tensor | null, useZp: boolean): { sPtr: number; zPtr: number; next: number } {
@@ -351,7 +419,7 @@ const quantizeLinear: OpDef = {
     const out = (zp?.info ?? od ?? DTYPES.uint8).name;
     if (!Q_TYPES.includes(out)) fail('INVALID_DTYPE', `${op} ${zp ? 'input y_zero_point' : 'attribute output_dtype'}: expected a quantized type (${Q_TYPES.join(', ')}), got ${out}`);
     const pd = dtypeAttr(op, 'precision', attrs.precision);
-    if (pd && PRECISION[pd.name] === undefined) fail('INVALID_ATTRIBUTE', `${op} attribute precision: expected float32, float16 or bfloat16, got ${pd.name}`);
+    if (pd && PRECISION[pd.name] === undefined) fail('INVALID_ATTRIBUTE', `${op} attribute precision: expected float32, float16, bfloat16 or float64, got ${pd.name}`);
     const fold = foldFor(op, x!, scale!, zp, attrs.axis as number, attrs.block_size as number);
     checkScales(op, 'y_scale', scale!, true);
     const floatOut = FLOAT8.has(out) || out === 'float4e2m1';
@@ -362,7 +430,8 @@ const quantizeLinear: OpDef = {
     const count = scale!.size;
     const bits = DTYPES[out].bits;
     const needX = x!.dtype !== 'float32';
-    const scratchBytes = 2 * align16(count * 4) + align16(count) + (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + 64;
+    const f64 = prec === PRECISION.float64;
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0)) + 64;
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
@@ -370,6 +439,10 @@ const quantizeLinear: OpDef = {
     // float8 types leave it out, as the reference does (see quantOne in assembly/quant.ts)
     const useZp = zp !== null && (!floatOut || out === 'float4e2m1');
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
+    if (f64) {
+      quantizeF64(ctx, x!, scale!, fold, out, sPtr, zPtr, y, attrs.saturate === 1, align16(next));
+      return [y];
+    }
     let xPtr = x!.byteOffset;
     let p = next;
     if (needX) {
