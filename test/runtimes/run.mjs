@@ -27,6 +27,8 @@ const CASES_DIR = process.env.EK_CONFORMANCE_DIR ?? join(root, '..', 'shared', '
 // plus the whole upstream suite kept in the repository (test/conformance/upstream), so every
 // runtime runs all of it; a file of the same name in CASES_DIR comes first
 const UPSTREAM_DIR = join(root, 'test', 'conformance', 'upstream');
+// and the onnx.reference cases of spec corners the upstream suite lacks (scripts/reference-cases)
+const REFERENCE_DIR = join(root, 'test', 'conformance', 'reference');
 const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
 const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'];
 
@@ -63,7 +65,7 @@ function casesJson(cases) {
 
 function loadCases() {
   const seen = new Set(), out = [];
-  for (const dir of [CASES_DIR, UPSTREAM_DIR]) {
+  for (const dir of [CASES_DIR, UPSTREAM_DIR, REFERENCE_DIR]) {
     if (!existsSync(dir)) continue;
     for (const f of readdirSync(dir).filter((f) => f.endsWith('.json')).sort()) {
       if (seen.has(f)) continue;
@@ -338,8 +340,8 @@ async function checkBudget() {
 // ---- the matrix -----------------------------------------------------------------------
 
 const cases = loadCases();
-record(`conformance cases found in ${CASES_DIR} and test/conformance/upstream`, cases.length > 0, `${cases.length} files`);
-const casesArg = `cases=${[CASES_DIR, UPSTREAM_DIR].filter((d) => existsSync(d)).join(',')}`;
+record(`conformance cases found in ${CASES_DIR}, test/conformance/upstream and test/conformance/reference`, cases.length > 0, `${cases.length} files`);
+const casesArg = `cases=${[CASES_DIR, UPSTREAM_DIR, REFERENCE_DIR].filter((d) => existsSync(d)).join(',')}`;
 const child = join('test', 'runtimes', 'cli-child.mjs');
 
 console.log('size budget');
