@@ -340,7 +340,7 @@ function quantizeF64(
 ): void {
   const e = ctx.exports;
   const n = x.size;
-  const info = DTYPES[out];
+  const info = DTYPES[out as DType];
   const mem = () => ctx.memory.buffer;
   const A = base, B = A + 8 * CHUNK, T = B + 4 * CHUNK;
   // x as float64: float32 / int32 read directly, float16 / bfloat16 through their exact float32
