@@ -316,10 +316,13 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
       if (l.value instanceof Tensor) checkOwned(ek, l.value, l.path);
       if (m.info.kind === 'string' || m.info.bits < 8) fail('INVALID_DTYPE', `${l.path}: expected a numeric dtype of whole bytes to slice, got ${m.info.name}`);
       if (m.shape.length === 0) fail('INVALID_SHAPE', `${l.path}: expected rank >= 1 to scan over dim ${dim}, got a scalar`);
-      const d = normalizeDim(dim, m.shape.length, `scan ${l.path}`);
+      // a negative dim is resolved once, against the first xs leaf's rank, as PyTorch's scan
+      // does (canonicalize_dim(leaves_xs[0].ndim, dim)); every leaf then scans that axis
+      if (first === undefined) xDim = normalizeDim(dim, m.shape.length, `scan ${l.path}`);
+      else if (m.shape.length <= xDim) fail('INVALID_SHAPE', `${l.path}: expected rank > ${xDim} to scan over dim ${dim} (axis ${xDim} of ${xLeaves[0].path}), got shape ${show(m.shape)}`);
+      const d = xDim;
       if (first === undefined) {
         first = m.shape[d];
-        xDim = d;
       } else if (m.shape[d] !== first) {
         fail('INVALID_SHAPE', `${l.path}: expected length ${first} along dim ${dim} (that of ${xLeaves[0].path}), got ${m.shape[d]} (shape ${show(m.shape)})`);
       }
@@ -335,6 +338,18 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     const sliceShape = xm.shape.filter((_, i) => i !== xDim);
     if (im.info === xm.info && dtypesFor(tag).includes(im.info.name) && sameShape(im.shape, sliceShape)) {
       return fusedScan(ek, OP_CODE[tag], initLeaves[0].value, xLeaves[0].value, xDim, reverse);
+    }
+    // a builtin combiner's ys is known without a step (x's shape and dtype): a zero-length
+    // scan returns it empty in every dtype, as the fused kernels do, not the [] of a function
+    // that was never called
+    if (N === 0 && im.info === xm.info && sameShape(im.shape, sliceShape) && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
+      const temps: Tensor[] = [];
+      try {
+        const c = asTensor(ek, initLeaves[0].value, 'init', temps);
+        return [clone(ek, c), ek.tensor(xm.info.name, xm.shape)];
+      } finally {
+        for (const t of temps) t.dispose();
+      }
     }
   }
   return stepScan(ek, combineFn, initSpec, initLeaves, initMeta, xSpec, xLeaves, xMeta, N, xs === null || xs === undefined ? dim : xDim, xs === null || xs === undefined, reverse);

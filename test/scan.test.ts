@@ -385,6 +385,31 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
     expect(ek.stats().tensorsLive).toBe(live + 2); // the two xs tensors made inline above
   });
 
+  it('a builtin combiner\'s zero-length ys is an empty tensor in every dtype (host-stepped ones too)', () => {
+    for (const dtype of ['float32', 'float64', 'int32', 'int8', 'int16', 'int64', 'uint8', 'uint16', 'uint32', 'uint64', 'float16', 'bfloat16'] as const) {
+      for (const name of ['add', 'max'] as const) {
+        const i = ek.tensor(dtype, [3]), x = ek.tensor(dtype, [0, 3]);
+        const [c, y] = ek.scan(ek.combine[name], i, x) as [Tensor, Tensor];
+        expect([...y.shape], `${name} ${dtype}`).toEqual([0, 3]);
+        expect(y.dtype).toBe(dtype);
+        expect(c).not.toBe(i);
+        expect([...c.shape]).toEqual([3]);
+        for (const t of [i, x, c, y]) t.dispose();
+      }
+    }
+  });
+
+  it('a negative dim is resolved against the first xs leaf\'s rank and used for every leaf (PyTorch)', () => {
+    const a = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), b = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, k) => k));
+    // dim −1 of a rank-2 first leaf is axis 1: both leaves have 3 steps along axis 1
+    let steps = 0;
+    const [, ys] = ek.scan((c: Tensor, [x0, x1]: Tensor[]) => { steps++; expect([...x0.shape]).toEqual([2]); expect([...x1.shape]).toEqual([2, 4]); return ek.combine.add(c, x0); },
+      ek.tensor('float32', [2]), [a, b], { dim: -1 }) as [Tensor, Tensor];
+    expect(steps).toBe(3);
+    expect([...ys.shape]).toEqual([2, 3]);
+    expectKernelError(() => ek.scan(ek.combine.add, ek.tensor('float32', [2]), [b, ek.tensor('float32', [2, 4])], { dim: -1 }), 'INVALID_SHAPE', /expected rank > 2/);
+  });
+
   it('length given with xs must match', () => {
     const x = ek.tensor('float32', [4]);
     const [c, y] = ek.scan(ek.combine.add, ek.tensor('float32', []), x, { length: 4 });
