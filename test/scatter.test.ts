@@ -162,19 +162,28 @@ describe('TRT_KVCacheUpdate against the reference', () => {
   it('padded [B,H,S,D] updates equal TensorScatter on axis -2', () => {
     fc.assert(
       fc.property(
-        fc.record({ B: fc.integer({ min: 1, max: 3 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 9 }), s: fc.double({ min: 0, max: 1, noNaN: true }), seed: fc.integer(), dtype: fc.constantFrom<DType>('float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn', 'int64'), i64: fc.boolean() }),
-        ({ B, H, N, D, s, seed, dtype, i64 }) => {
+        fc.record({ B: fc.integer({ min: 1, max: 3 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 9 }), s: fc.double({ min: 0, max: 1, noNaN: true }), seed: fc.integer(), dtype: fc.constantFrom<DType>('float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn', 'int64', 'int4', 'uint2', 'float4e2m1', 'string'), i64: fc.boolean(), withLens: fc.boolean() }),
+        ({ B, H, N, D, s, seed, dtype, i64, withLens }) => {
           const rnd = rng(seed);
           const S = Math.round(s * N);
           const wi = Array.from({ length: B }, () => Math.floor(rnd() * (N - S + 1)));
           const cache = randomTensor(dtype, [B, H, N, D], rnd);
           const upd = randomTensor(dtype, [B, H, S, D], rnd);
           const idx = i64 ? ek.tensor('int64', [B], wi.map(BigInt)) : ek.tensor('int32', [B], wi);
-          const want = expectedAfter(cache, upd, (g, st) => tensorScatterRef([B, H, N, D], [B, H, S, D], 2, 'linear', wi, g, st));
-          const [y] = ek.run('TRT_KVCacheUpdate', [cache, upd, idx]);
+          // update_lengths: batch b writes only its first counts[b] ≤ S rows
+          const counts = Array.from({ length: B }, () => (withLens ? Math.floor(rnd() * (S + 1)) : S));
+          const cum = [0];
+          counts.forEach((c) => cum.push(cum[cum.length - 1] + c));
+          const lt = withLens ? ek.tensor('int32', [B + 1], cum) : null;
+          const want = expectedAfter(cache, upd, (g, st) => tensorScatterRef([B, H, N, D], [B, H, S, D], 2, 'linear', wi, (u) => g(u), (c, v) => {
+            // the reference writes all S rows: keep the ones past a batch entry's count
+            const b = Math.floor(c / (H * N * D)), row = Math.floor(c / D) % N;
+            if (row - wi[b] < counts[b]) st(c, v);
+          }));
+          const [y] = ek.run('TRT_KVCacheUpdate', lt ? [cache, upd, idx, lt] : [cache, upd, idx]);
           expect(y).toBe(cache);
           expect(contents(cache)).toEqual(want);
-          cache.dispose(); upd.dispose(); idx.dispose();
+          cache.dispose(); upd.dispose(); idx.dispose(); lt?.dispose();
         },
       ),
       { seed: 7, numRuns: 150 },
@@ -184,16 +193,16 @@ describe('TRT_KVCacheUpdate against the reference', () => {
   it('packed [T,H,D] updates with cumulative lengths write each sequence at its index', () => {
     fc.assert(
       fc.property(
-        fc.record({ B: fc.integer({ min: 1, max: 4 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 6 }), seed: fc.integer(), withIdx: fc.boolean() }),
-        ({ B, H, N, D, seed, withIdx }) => {
+        fc.record({ B: fc.integer({ min: 1, max: 4 }), H: fc.integer({ min: 1, max: 3 }), N: fc.integer({ min: 1, max: 8 }), D: fc.integer({ min: 1, max: 6 }), seed: fc.integer(), withIdx: fc.boolean(), dtype: fc.constantFrom<DType>('float32', 'uint8', 'int4', 'int2', 'float4e2m1', 'string') }),
+        ({ B, H, N, D, seed, withIdx, dtype }) => {
           const rnd = rng(seed);
           const counts = Array.from({ length: B }, () => Math.floor(rnd() * (N + 1)));
           const lens = [0];
           for (const c of counts) lens.push(lens[lens.length - 1] + c);
           const T = lens[B];
           const wi = withIdx ? counts.map((c) => Math.floor(rnd() * (N - c + 1))) : null;
-          const cache = randomTensor('float32', [B, H, N, D], rnd);
-          const upd = randomTensor('float32', [T, H, D], rnd);
+          const cache = randomTensor(dtype, [B, H, N, D], rnd);
+          const upd = randomTensor(dtype, [T, H, D], rnd);
           const idx = wi ? ek.tensor('int32', [B], wi) : null;
           const lt = ek.tensor('int32', [B + 1], lens);
           const want = expectedAfter(cache, upd, (g, st) => kvPackedRef([B, H, N, D], T, lens, wi, g, st));

@@ -128,8 +128,9 @@ const kvCacheUpdate: OpDef = {
     checkSameDtype(op, cache!, update!);
     requireRank(cache!, 4, `${op} input past_cache ([B,H,N,D])`);
     const [B, H, N, D] = cache!.shape;
-    if (cache!.info.kind === 'string' || cache!.info.bits < 8) fail('INVALID_DTYPE', `${op} input past_cache: expected a numeric dtype of whole bytes, got ${cache!.dtype}`);
-    const rowBytes = (D * cache!.info.bits) / 8;
+    // 4-bit / 2-bit and string caches move element by element on the host (elementWise)
+    const wholeBytes = cache!.info.kind !== 'string' && cache!.info.bits >= 8;
+    const rowBytes = wholeBytes ? (D * cache!.info.bits) / 8 : 0;
     // Reserve scratch for int32 starts [B] and lengths [B+1] at once, so the second
     // request cannot move the first.
     ctx.scratch(4 * (2 * B + 1));
@@ -140,6 +141,10 @@ const kvCacheUpdate: OpDef = {
       if (lens === null) fail('MISSING_INPUT', `${op}: input 3 (update_lengths) is required when update_form is 'packed_nhd'`);
       const cum = readCumulative(lens, B, T, `${op} input update_lengths`);
       const starts = writeStarts(ctx, op, idx, B, N, (b) => cum[b + 1] - cum[b], false);
+      if (!wholeBytes) {
+        elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => cum[b + 1] - cum[b], (b, h, t) => (cum[b] + t) * H + h);
+        return [cache!];
+      }
       const lp = int32Lengths(ctx, lens, cum, 4 * B);
       if (B > 0 && H > 0 && rowBytes > 0 && T > 0) ctx.exports.scatterPackedRows(cache!.byteOffset, update!.byteOffset, B, H, N, rowBytes, starts, lp);
       return [cache!];
@@ -156,11 +161,46 @@ const kvCacheUpdate: OpDef = {
       }
     }
     const starts = writeStarts(ctx, op, idx, B, N, (b) => (cum ? cum[b + 1] - cum[b] : S), false);
+    if (!wholeBytes) {
+      elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => (cum ? cum[b + 1] - cum[b] : S), (b, h, t) => (b * H + h) * S + t);
+      return [cache!];
+    }
     const lp = cum ? int32Lengths(ctx, lens!, cum, 4 * B) : 0;
     scatter(ctx, cache!, update!, B, H, N, S, D, starts, lp, false);
     return [cache!];
   },
 };
+
+/**
+ * TRT_KVCacheUpdate for 4-bit / 2-bit and string caches [B,H,N,D], on the host: row t < count(b)
+ * of batch b, head h (update row index row(b, h, t), D elements each) goes to cache row
+ * starts[b] + t. Packed elements move whole (the neighbours sharing a byte keep their bits).
+ */
+function elementWise(
+  ctx: OpContext, cache: Tensor, update: Tensor, B: number, H: number, N: number, D: number, starts: number,
+  count: (b: number) => number, row: (b: number, h: number, t: number) => number,
+): void {
+  const wi = starts === 0 ? null : new Int32Array(ctx.memory.buffer, starts, B);
+  const bits = cache.info.bits;
+  const strings = cache.info.kind === 'string';
+  const mem = new Uint8Array(ctx.memory.buffer);
+  const mask = (1 << bits) - 1, per = 8 / bits;
+  for (let b = 0; b < B; b++) {
+    const w = wi ? wi[b] : 0, n = count(b);
+    for (let h = 0; h < H; h++) {
+      for (let t = 0; t < n; t++) {
+        const dst = ((b * H + h) * N + w + t) * D, src = row(b, h, t) * D;
+        for (let d = 0; d < D; d++) {
+          if (strings) { (cache.data as string[])[dst + d] = (update.data as string[])[src + d]; continue; }
+          const si = src + d, di = dst + d;
+          const v = (mem[update.byteOffset + Math.floor(si / per)] >> ((si % per) * bits)) & mask;
+          const a = cache.byteOffset + Math.floor(di / per), sh = (di % per) * bits;
+          mem[a] = (mem[a] & ~(mask << sh)) | (v << sh);
+        }
+      }
+    }
+  }
+}
 
 /** Cumulative lengths as int32 in memory: the tensor itself when it is int32, else scratch after `offset` bytes. */
 function int32Lengths(ctx: OpContext, t: Tensor, cum: number[], offset: number): number {
