@@ -378,6 +378,14 @@ describe('Cast with strings (host side)', () => {
     expect(cast({ dtype: 'int4', shape: [3], data: pack([7, 8, 15], 4) }, { to: 'string' }).data).toEqual(['7', '-8', '-1']);
     expect(cast({ dtype: 'bool', shape: [2], data: [1, 0] }, { to: 'string' }).data).toEqual(['True', 'False']);
     expect(cast({ dtype: 'float8e4m3fn', shape: [2], data: [0x38, 0x7f] }, { to: 'string' }).data).toEqual(['1', 'NaN']);
+    // narrow floats: the shortest digits that read back as the same value of their own type
+    // (NumPy's str of float16 0.1 is '0.1'; float32's shortest for that value is 0.099975586)
+    const h = [0x2e66, 0x63d1, 0x7bff, 0x0001, 0x3c00, 0x8000];
+    const hs = cast({ dtype: 'float16', shape: [6], data: h }, { to: 'string' }).data as string[];
+    expect(hs).toEqual(['0.1', '1000.5', '65500', '6e-8', '1', '-0']);
+    expect(Array.from(cast({ dtype: 'string', shape: [6], data: hs }, { to: 'float16' }).data as Uint16Array)).toEqual(h);
+    expect(cast({ dtype: 'bfloat16', shape: [2], data: [0x3dcd, 0x4049] }, { to: 'string' }).data).toEqual(['0.1', '3.14']);
+    expect(cast({ dtype: 'float8e4m3fn', shape: [1], data: [0x1d] }, { to: 'string' }).data).toEqual(['0.1']);
     expect(cast({ dtype: 'string', shape: [2], data: ['a', 'b'] }, { to: 'string' }).data).toEqual(['a', 'b']);
   });
 });

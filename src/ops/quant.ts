@@ -138,18 +138,36 @@ export function parseNumber(s: string): number {
   return Number(t);
 }
 
-/** Shortest decimal that reads back as the same float32 (or float64) value. */
-export function formatNumber(v: number, single: boolean): string {
+/**
+ * Shortest decimal that reads back as the same value of the source type: float64, float32, or
+ * (`roundTrip` given) a narrower float whose rounding of a number `roundTrip` computes —
+ * float16 0.1 is "0.1" (NumPy's str), not float32's "0.099975586".
+ */
+export function formatNumber(v: number, single: boolean, roundTrip?: (x: number) => number): string {
   if (Number.isNaN(v)) return 'NaN';
   if (v === Infinity) return 'INF';
   if (v === -Infinity) return '-INF';
   if (Object.is(v, -0)) return '-0';
   if (!single) return String(v);
+  const same = roundTrip ?? Math.fround;
   for (let p = 1; p <= 9; p++) {
     const s = Number(v.toPrecision(p));
-    if (Math.fround(s) === v) return String(s);
+    if (same(s) === v) return String(s);
   }
   return String(v);
+}
+
+/** x rounded to the nearest value of a float type (round to nearest even), through the package's own Cast kernels. */
+function narrowRounder(ctx: OpContext, dtype: DTypeInfo, scratch: number): (x: number) => number {
+  const e = ctx.exports;
+  return (x) => {
+    // through float32 (the candidates are short decimals, far from a float32 midpoint), as
+    // the package's own string → float16 / bfloat16 / float8 Cast reads them back
+    new Float32Array(ctx.memory.buffer, scratch, 1)[0] = x;
+    e.encodeFromF32(scratch, scratch + 16, 1, dtype.onnx, 1, 0, scratch + 32);
+    e.decodeToF32(scratch + 16, scratch, 1, dtype.onnx, scratch + 32);
+    return new Float32Array(ctx.memory.buffer, scratch, 1)[0];
+  };
 }
 
 function castFromString(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mode: number): void {
@@ -210,8 +228,9 @@ function castToString(ctx: OpContext, x: Tensor, y: Tensor): void {
       for (let i = 0; i < len; i++) out[start + i] = formatNumber(v[i], false);
     } else {
       e.decodeToF32(s, A, len, src.onnx, T);
-      const v = new Float32Array(ctx.memory.buffer, A, len);
-      for (let i = 0; i < len; i++) out[start + i] = formatNumber(v[i], true);
+      const v = new Float32Array(ctx.memory.buffer, A, len).slice();
+      const round = src.name === 'float32' ? undefined : narrowRounder(ctx, src, base + 8 * CHUNK);
+      for (let i = 0; i < len; i++) out[start + i] = formatNumber(v[i], true, round);
     }
   }
 }
