@@ -625,8 +625,21 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
     for (const [v, w] of [[carry, 'carry'], [x, 'x']] as const) {
       if (!(v instanceof Tensor) && !isPlainTensor(v)) fail('INVALID_ARGUMENT', `${what} ${w}: expected a Tensor or { dtype, shape, data }, got ${describe(v)}`);
     }
-    const cm = metaOf(carry, `${what} carry`), xm = metaOf(x, `${what} x`);
-    if (cm.info !== xm.info) fail('INVALID_DTYPE', `${what} x: expected dtype ${cm.info.name} (the carry's), got ${xm.info.name}`);
+    const cm = metaOf(carry, `${what} carry`);
+    let xm = metaOf(x, `${what} x`);
+    if (cm.info !== xm.info) {
+      // PyTorch promotes carry ⊕ x; the next carry must keep the carry's dtype, so x of a type
+      // that promotes to it (int32 x into a float32 carry) is converted first, anything else fails
+      const p = promoteTypes(cm.info.name, xm.info.name);
+      if (p !== cm.info.name) fail('INVALID_DTYPE', `${what} x: x (${xm.info.name}) and the carry (${cm.info.name}) promote to ${p ?? 'no common type'}, not the carry's dtype ${cm.info.name}`);
+      const temps: Tensor[] = [];
+      try {
+        const [cx] = ek.run('Cast', [asTensor(ek, x, `${what} x`, temps)], { to: cm.info.name }) as Tensor[];
+        try { return f(carry, cx); } finally { cx.dispose(); }
+      } finally {
+        for (const t of temps) t.dispose();
+      }
+    }
     const kernel = dtypesFor(name).includes(cm.info.name);
     if (!kernel && !hostDtypesFor(name).includes(cm.info.name)) {
       fail('INVALID_DTYPE', `${what} carry: expected ${[...dtypesFor(name), ...hostDtypesFor(name)].join(', ')}, got ${cm.info.name}`);
@@ -661,6 +674,23 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
   Object.defineProperty(f, 'combineName', { value: name, enumerable: true });
   Object.defineProperty(f, 'name', { value: name });
   return f as unknown as Combiner;
+}
+
+/** torch.promote_types for the numeric dtypes (bool < integers < floats; null: none of ours). */
+function promoteTypes(a: string, b: string): string | null {
+  const rank = (t: string): number => (t === 'bool' ? 0 : t.startsWith('float') || t === 'bfloat16' ? 2 : 1);
+  const bits: Record<string, number> = { bool: 1, int8: 8, uint8: 8, int16: 16, uint16: 16, int32: 32, uint32: 32, int64: 64, uint64: 64, float16: 16, bfloat16: 16, float32: 32, float64: 64 };
+  if (bits[a] === undefined || bits[b] === undefined) return null;
+  if (a === b) return a;
+  const ra = rank(a), rb = rank(b);
+  if (ra !== rb) return ra > rb ? a : b;
+  if (ra === 2) return (a === 'float16' && b === 'bfloat16') || (a === 'bfloat16' && b === 'float16') ? 'float32' : bits[a] >= bits[b] ? a : b;
+  const ua = a.startsWith('u'), ub = b.startsWith('u');
+  if (ua === ub) return bits[a] >= bits[b] ? a : b;
+  // signed with unsigned: the signed type if it is wider, else the next wider signed type
+  const [sg, us] = ua ? [b, a] : [a, b];
+  if (bits[sg] > bits[us]) return sg;
+  return ({ 8: 'int16', 16: 'int32', 32: 'int64' } as Record<number, string>)[bits[us]] ?? null;
 }
 
 export function makeCombiners(ek: Kernels): Combiners {

@@ -399,6 +399,20 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
     }
   });
 
+  it('builtin combiners promote x to the carry\'s dtype as PyTorch does when the result keeps it', () => {
+    // float32 carry + int32 xs: float32 (x converted, as torch's carry + x); int16 carry, uint8 xs: int16
+    const [c, y] = ek.scan(ek.combine.add, ek.tensor('float32', [], [0.5]), ek.tensor('int32', [4], [1, 2, 3, 4])) as [Tensor, Tensor];
+    expect(y.dtype).toBe('float32');
+    expect(Array.from(y.data as Float32Array)).toEqual([1.5, 3.5, 6.5, 10.5]);
+    const [c2, y2] = ek.scan(ek.combine.max, ek.tensor('int16', [], [0]), ek.tensor('uint8', [3], [200, 5, 250])) as [Tensor, Tensor];
+    expect(Array.from(y2.data as Int16Array)).toEqual([200, 200, 250]);
+    const [c3, y3] = ek.scan(ek.combine.mul, ek.tensor('float64', [2], [1, 1]), ek.tensor('float16', [2, 2], [0x4000, 0x3800, 0x4200, 0x4000])) as [Tensor, Tensor];
+    expect(Array.from(y3.data as Float64Array)).toEqual([2, 0.5, 6, 1]);
+    // int32 carry + float32 xs promotes to float32: the carry could not keep its dtype
+    expectKernelError(() => ek.scan(ek.combine.add, ek.tensor('int32', [], [0]), ek.tensor('float32', [2], [1, 2])), 'INVALID_DTYPE', /x \(float32\) and the carry \(int32\) promote to float32/);
+    for (const t of [c, y, c2, y2, c3, y3]) t.dispose();
+  });
+
   it('a negative dim is resolved against the first xs leaf\'s rank and used for every leaf (PyTorch)', () => {
     const a = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), b = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, k) => k));
     // dim −1 of a rank-2 first leaf is axis 1: both leaves have 3 steps along axis 1
@@ -509,7 +523,8 @@ describe('scan: rules and errors', () => {
     expectKernelError(() => ek.scan((cc: unknown) => [cc, x], [], x), 'INVALID_ARGUMENT', /init: expected at least one tensor.*requires init leaves/);
     expectKernelError(() => ek.scan((cc: unknown) => [cc, x], { a: null }, x), 'INVALID_ARGUMENT', /init: expected at least one tensor/);
     expectKernelError(() => ek.scan(ek.combine.add, c, null, { length: 2 }), 'MISSING_INPUT', /x is required/);
-    expectKernelError(() => ek.combine.add(c, ek.tensor('int32', [2])), 'INVALID_DTYPE', /expected dtype float32/);
+    expectKernelError(() => ek.combine.add(c, ek.tensor('float64', [2])), 'INVALID_DTYPE', /x \(float64\) and the carry \(float32\) promote to float64, not the carry's dtype/);
+    expectKernelError(() => ek.combine.add(ek.tensor('int8', [2]), ek.tensor('uint8', [2])), 'INVALID_DTYPE', /promote to int16/);
     expectKernelError(() => ek.combine.logaddexp(ek.tensor('int32', [2]), ek.tensor('int32', [2])), 'INVALID_DTYPE', /float32, float64, float16, bfloat16, got int32/);
     expectKernelError(() => ek.combine.add(ek.tensor('bool', [2]), ek.tensor('bool', [2])), 'INVALID_DTYPE', /carry: expected .*got bool/);
     expectKernelError(() => ek.combine.max(ek.tensor('float8e4m3fn', [2]), ek.tensor('float8e4m3fn', [2])), 'INVALID_DTYPE', /got float8e4m3fn/);
