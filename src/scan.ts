@@ -626,7 +626,7 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       if (!(v instanceof Tensor) && !isPlainTensor(v)) fail('INVALID_ARGUMENT', `${what} ${w}: expected a Tensor or { dtype, shape, data }, got ${describe(v)}`);
     }
     const cm = metaOf(carry, `${what} carry`);
-    let xm = metaOf(x, `${what} x`);
+    const xm = metaOf(x, `${what} x`);
     if (cm.info !== xm.info) {
       // PyTorch promotes carry ⊕ x; the next carry must keep the carry's dtype, so x of a type
       // that promotes to it (int32 x into a float32 carry) is converted first, anything else fails
