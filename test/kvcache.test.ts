@@ -385,39 +385,47 @@ describe('half-precision caches against the float32 cache', () => {
   });
 });
 
+/**
+ * One decode step after `steps` single-token appends into a (windowed) cache of `dtype`,
+ * against attention over the exactly rounded / dequantized rows, for G query heads per KV
+ * head and head size D: the property both decode kernels below are held to.
+ */
+function decodeStepMatches(dtype: string, G: number, D: number, steps: number, window: number, seed: number, tol: number, impl?: 'builtin'): void {
+  const rnd = lcg(seed), Hkv = 2, Hq = Hkv * G, scale = 1 / Math.sqrt(D);
+  const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, dtype: dtype as never, ...(window ? { window } : { capacity: 200 }) });
+  const r = new RefCache(1, window);
+  try {
+    let out: Tensor | null = null;
+    let q: { t: Tensor; rows: number[][][][] } | null = null;
+    for (let step = 0; step < steps; step++) {
+      const k = randomPadded(1, Hkv, 1, D, rnd), v = randomPadded(1, Hkv, 1, D, rnd);
+      c.append(0, k.t, v.t);
+      r.k[0].push(k.rows[0][0].map((row) => quantRow(row, dtype))); r.v[0].push(v.rows[0][0].map((row) => quantRow(row, dtype)));
+      k.t.dispose(); v.t.dispose();
+      if (step === steps - 1) {
+        q = randomPadded(1, Hq, 1, D, rnd);
+        out = c.attend(0, q.t, impl ? { scale, impl } : { scale });
+      }
+      c.advance();
+    }
+    const o = out!.data as Float32Array;
+    for (let h = 0; h < Hq; h++) close(o.subarray(h * D, (h + 1) * D), r.attend(0, h, G, q!.rows[0][0][h], steps - 1, steps, scale), `G ${G} D ${D} steps ${steps} window ${window} h ${h}`, tol);
+    out!.dispose(); q!.t.dispose();
+  } finally {
+    c.dispose();
+  }
+}
+
 describe('float32 / float16 / bfloat16 builtin decode kernel (assembly/llm.ts)', () => {
   // Its paths: one query row per head (four keys per pass, float16 groups of four rows with
-  // and without Inf / NaN codes), grouped heads (four heads per pass over each K row when G
-  // is a multiple of 4; four V rows per pass over each head's output for any G > 1), head
-  // sizes off the 4-grid (the per-key path), the cnt mod 4 leftover keys, wrapped windows;
-  // against attention over the exactly rounded rows.
+  // and without Inf / NaN codes), grouped heads (four heads per pass over each K row for
+  // G ≥ 3, a last group of 1–3 heads included; four V rows per pass over each head's output
+  // for any G > 1), head sizes off the 4-grid (the per-key path), the cnt mod 4 leftover
+  // keys, wrapped windows; against attention over the exactly rounded rows.
   for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
     it(`${dtype}: group sizes 1..8, D on and off the 4-grid, lengths 1..200, wrapped windows`, () => {
-      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 8), fc.constantFrom(4, 6, 12, 64, 130), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(), (G, D, steps, window, seed) => {
-        const rnd = lcg(seed), Hkv = 2, Hq = Hkv * G, scale = 1 / Math.sqrt(D);
-        const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, dtype, ...(window ? { window } : { capacity: 200 }) });
-        const r = new RefCache(1, window);
-        try {
-          let out: Tensor | null = null;
-          let q: { t: Tensor; rows: number[][][][] } | null = null;
-          for (let step = 0; step < steps; step++) {
-            const k = randomPadded(1, Hkv, 1, D, rnd), v = randomPadded(1, Hkv, 1, D, rnd);
-            c.append(0, k.t, v.t);
-            r.k[0].push(k.rows[0][0].map((row) => quantRow(row, dtype))); r.v[0].push(v.rows[0][0].map((row) => quantRow(row, dtype)));
-            k.t.dispose(); v.t.dispose();
-            if (step === steps - 1) {
-              q = randomPadded(1, Hq, 1, D, rnd);
-              out = c.attend(0, q.t, { scale, impl: 'builtin' });
-            }
-            c.advance();
-          }
-          const o = out!.data as Float32Array;
-          for (let h = 0; h < Hq; h++) close(o.subarray(h * D, (h + 1) * D), r.attend(0, h, G, q!.rows[0][0][h], steps - 1, steps, scale), `G ${G} D ${D} steps ${steps} window ${window} h ${h}`, 1e-5);
-          out!.dispose(); q!.t.dispose();
-        } finally {
-          c.dispose();
-        }
-      }), { seed: 31, numRuns: Number(process.env.KV_RUNS) || 25 });
+      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 5, 8), fc.constantFrom(4, 6, 12, 64, 130), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(),
+        (G, D, steps, window, seed) => decodeStepMatches(dtype, G, D, steps, window, seed, 1e-5, 'builtin')), { seed: 31, numRuns: Number(process.env.KV_RUNS) || 25 });
     });
   }
 });
@@ -432,31 +440,8 @@ describe('int8 / float8e4m3fn decode kernel (the SIMD build works on a 16-bit in
   for (const dtype of ['int8', 'float8e4m3fn'] as const) {
     it(`${dtype}: group sizes 1..9, D off the grid, lengths across blocks, wrapped windows`, () => {
       const tol = dtype === 'int8' ? 5e-5 : 5e-4;
-      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 5, 8, 9), fc.constantFrom(1, 6, 16, 20, 64, 130), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(), (G, D, steps, window, seed) => {
-        const rnd = lcg(seed), Hkv = 2, Hq = Hkv * G, scale = 1 / Math.sqrt(D);
-        const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, dtype, ...(window ? { window } : { capacity: 200 }) });
-        const r = new RefCache(1, window);
-        try {
-          let out: Tensor | null = null;
-          let q: { t: Tensor; rows: number[][][][] } | null = null;
-          for (let step = 0; step < steps; step++) {
-            const k = randomPadded(1, Hkv, 1, D, rnd), v = randomPadded(1, Hkv, 1, D, rnd);
-            c.append(0, k.t, v.t);
-            r.k[0].push(k.rows[0][0].map((row) => quantRow(row, dtype))); r.v[0].push(v.rows[0][0].map((row) => quantRow(row, dtype)));
-            k.t.dispose(); v.t.dispose();
-            if (step === steps - 1) {
-              q = randomPadded(1, Hq, 1, D, rnd);
-              out = c.attend(0, q.t, { scale });
-            }
-            c.advance();
-          }
-          const o = out!.data as Float32Array;
-          for (let h = 0; h < Hq; h++) close(o.subarray(h * D, (h + 1) * D), r.attend(0, h, G, q!.rows[0][0][h], steps - 1, steps, scale), `G ${G} D ${D} steps ${steps} window ${window} h ${h}`, tol);
-          out!.dispose(); q!.t.dispose();
-        } finally {
-          c.dispose();
-        }
-      }), { seed: 29, numRuns: Number(process.env.KV_RUNS) || 25 });
+      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 5, 8, 9), fc.constantFrom(1, 6, 16, 20, 64, 130), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(),
+        (G, D, steps, window, seed) => decodeStepMatches(dtype, G, D, steps, window, seed, tol)), { seed: 29, numRuns: Number(process.env.KV_RUNS) || 25 });
     });
   }
 
