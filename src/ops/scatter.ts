@@ -128,7 +128,7 @@ const kvCacheUpdate: OpDef = {
     checkSameDtype(op, cache!, update!);
     requireRank(cache!, 4, `${op} input past_cache ([B,H,N,D])`);
     const [B, H, N, D] = cache!.shape;
-    // 4-bit / 2-bit and string caches move element by element on the host (elementWise)
+    // 4-bit / 2-bit and string caches: scatter's bit / host paths, or elementWise with lengths
     const wholeBytes = cache!.info.kind !== 'string' && cache!.info.bits >= 8;
     const rowBytes = wholeBytes ? (D * cache!.info.bits) / 8 : 0;
     // Reserve scratch for int32 starts [B] and lengths [B+1] at once, so the second
@@ -161,8 +161,9 @@ const kvCacheUpdate: OpDef = {
       }
     }
     const starts = writeStarts(ctx, op, idx, B, N, (b) => (cum ? cum[b + 1] - cum[b] : S), false);
-    if (!wholeBytes) {
-      elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => (cum ? cum[b + 1] - cum[b] : S), (b, h, t) => (b * H + h) * S + t);
+    if (!wholeBytes && cum) {
+      // (without update_lengths, scatter below already moves 4-bit / 2-bit and string rows)
+      elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => cum[b + 1] - cum[b], (b, h, t) => (b * H + h) * S + t);
       return [cache!];
     }
     const lp = cum ? int32Lengths(ctx, lens!, cum, 4 * B) : 0;
