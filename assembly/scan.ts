@@ -402,13 +402,6 @@ function laeF64x2Call(a: v128, b: v128): v128 {
           }
           cv = bcastLast<T>(q2);
         }
-        for (; i + L <= N; i += L) {
-          const k = i * sz;
-          const p = scanInRegister<T, O>(v128.load(xb + k), idv, false);
-          const q = vop<T, O>(cv, p);
-          v128.store(yb + k, excl ? vop<T, O>(cv, shiftUp1<T>(p, idv)) : q);
-          cv = bcastLast<T>(q);
-        }
       } else {
         for (; i + 2 * L <= N; i += 2 * L) {
           const k = (N - i - 2 * L) * sz; // the lower block; the upper one is at k + 16
@@ -425,13 +418,6 @@ function laeF64x2Call(a: v128, b: v128): v128 {
             v128.store(yb + k, q2);
           }
           cv = bcastFirst<T>(q2);
-        }
-        for (; i + L <= N; i += L) {
-          const k = (N - i - L) * sz;
-          const p = scanInRegister<T, O>(v128.load(xb + k), idv, true);
-          const q = vop<T, O>(cv, p);
-          v128.store(yb + k, excl ? vop<T, O>(cv, shiftDown1<T>(p, idv)) : q);
-          cv = bcastFirst<T>(q);
         }
       }
       c = v128.extract_lane<T>(cv, 0);
