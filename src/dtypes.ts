@@ -84,7 +84,9 @@ export function findDType(x: unknown): DTypeInfo | undefined {
   if (typeof x === 'bigint') return BY_ONNX.get(Number(x));
   if (typeof x !== 'string') return undefined;
   const name = x.toLowerCase();
-  return (DTYPES as Record<string, DTypeInfo>)[name] ?? (ALIASES[name] ? DTYPES[ALIASES[name]] : undefined);
+  // own properties only: 'constructor' or '__proto__' must not find Object's
+  if (Object.hasOwn(DTYPES, name)) return (DTYPES as Record<string, DTypeInfo>)[name];
+  return Object.hasOwn(ALIASES, name) ? DTYPES[ALIASES[name]] : undefined;
 }
 
 export function dtypeInfo(x: unknown, what = 'dtype'): DTypeInfo {

@@ -20,6 +20,8 @@ const GUARD = 16;
 const canary = (a: number) => ((a * 167) ^ 0x5a) & 0xff;
 const DEFAULT_MAX = 1 << 30;
 const MAX_WASM32 = 65536 * PAGE;
+/** String tensors live on the host as JavaScript arrays: at most 2^26 elements (512 MiB of references). */
+const MAX_STRINGS = 2 ** 26;
 
 export type BuildName = 'simd' | 'scalar' | 'relaxed';
 
@@ -131,10 +133,14 @@ export class Kernels implements TensorOwner, OpContext {
     }
     const attrs = normalizeAttributes(op, attributes);
     const requests = normalizeRequests(op, options);
+    if (op.inPlace !== undefined) checkCopyBack(inputs[op.inPlace], `${opType} input ${op.inputs[op.inPlace].name}`);
+    // plain inputs whose data views this memory are copied before the first allocation
+    // (which may grow the memory and detach them, a later input's view included)
+    const given = inputs.map((x) => this.detachablePlain(x));
     const temps: Tensor[] = [];
     try {
       const ts = op.inputs.map((slot, i) => {
-        const x = inputs[i];
+        const x = given[i];
         if (x === null || x === undefined) {
           if (!slot.optional) throw new KernelError('MISSING_INPUT', `${opType}: input ${i} (${slot.name}) is required`);
           return null;
@@ -221,9 +227,20 @@ export class Kernels implements TensorOwner, OpContext {
 
   scratch(bytes: number): number {
     if (bytes > this.scratchSize) {
-      const size = Math.max(bytes, this.scratchSize * 2);
-      const ptr = this.arena.alloc(size);
-      if (this.scratchSize > 0) this.arena.free(this.scratchPtr);
+      // the old block goes first (its contents are not kept), so the new one may reuse it;
+      // doubling is a hint: when the doubled size does not fit, exactly `bytes` is asked for
+      let size = Math.max(bytes, this.scratchSize * 2), ptr: number;
+      if (this.scratchSize > 0) {
+        this.arena.free(this.scratchPtr);
+        this.scratchPtr = 0;
+        this.scratchSize = 0;
+      }
+      try {
+        ptr = this.arena.alloc(size);
+      } catch (e) {
+        if (size === bytes || !(e instanceof KernelError) || e.code !== 'OUT_OF_MEMORY') throw e;
+        ptr = this.arena.alloc((size = bytes));
+      }
       this.scratchPtr = ptr;
       this.scratchSize = size;
       if (this.debug) this.writeGuards(ptr, size);
@@ -246,7 +263,7 @@ export class Kernels implements TensorOwner, OpContext {
         if (spec === null) throw new KernelError('INVALID_ARGUMENT', `${opName} outputs[${i}]: this output is not produced for these inputs`);
         this.checkOwn(r, `${opName} outputs[${i}]`);
         if (r.dtype !== spec.dtype || !sameShape(r.shape, spec.shape)) {
-          throw new KernelError('INVALID_SHAPE', `${opName} outputs[${i}]: expected ${spec.dtype}${show([...spec.shape])}, got ${r.dtype}${show([...r.shape])}`);
+          throw new KernelError(r.dtype !== spec.dtype ? 'INVALID_DTYPE' : 'INVALID_SHAPE', `${opName} outputs[${i}]: expected ${spec.dtype}${show([...spec.shape])}, got ${r.dtype}${show([...r.shape])}`);
         }
         for (const x of inputs) {
           if (x && overlaps(x, r)) throw new KernelError('ALIASING', `${opName} outputs[${i}]: overlaps an input`);
@@ -290,7 +307,9 @@ export class Kernels implements TensorOwner, OpContext {
     const info = dtypeInfo(dtype);
     let t: Tensor;
     if (info.kind === 'string') {
-      t = new Tensor(this, info, shape, -1, strings ?? new Array<string>(shapeSize(shape)).fill(''));
+      const count = shapeSize(shape);
+      if (count > MAX_STRINGS) throw new KernelError('OUT_OF_MEMORY', `tensor ${dtype}${show([...shape])}: ${count} strings, more than the ${MAX_STRINGS} (2^26) a string tensor holds on the host`);
+      t = new Tensor(this, info, shape, -1, strings ?? new Array<string>(count).fill(''));
     } else {
       const count = shapeSize(shape);
       const bytes = Math.ceil((count * info.bits) / 8);
@@ -338,8 +357,29 @@ export class Kernels implements TensorOwner, OpContext {
     return ArrayBuffer.isView(data) && data.buffer === this.memory.buffer ? ((data as unknown as Uint8Array).slice() as unknown as T) : data;
   }
 
+  /** A plain input with its data copied when that data views this memory (see detachable). */
+  private detachablePlain(x: Input): Input {
+    if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return x;
+    const d = (x as PlainTensor).data;
+    return ArrayBuffer.isView(d) && d.buffer === this.memory.buffer ? { ...(x as PlainTensor), data: this.detachable(d) } : x;
+  }
+
   private assertAlive(): void {
     if (!this.alive) throw new KernelError('DISPOSED', 'this Kernels instance was disposed');
+  }
+}
+
+/**
+ * An in-place op on a plain input writes its result back into that input's `data`: checked
+ * before anything runs, so the write-back cannot fail (a frozen array) or be lost (a Set,
+ * a generator) after the kernel has run.
+ */
+function checkCopyBack(x: Input, what: string): void {
+  if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return;
+  const d = (x as PlainTensor).data;
+  const ok = ArrayBuffer.isView(d) ? !(d instanceof DataView) : Array.isArray(d) && !Object.isFrozen(d);
+  if (!ok) {
+    throw new KernelError('INVALID_ARGUMENT', `${what}: the operator updates it in place, so a plain input's data must be a typed array or a writable array to receive the result, got ${show(d)}`);
   }
 }
 
@@ -372,15 +412,19 @@ function normalizeRequests(op: OpDef, options: RunOptions): OutputRequest[] {
 }
 
 function normalizeAttributes(op: OpDef, given: Record<string, unknown>): Attrs {
-  if (given === null || typeof given !== 'object') throw new KernelError('INVALID_ATTRIBUTE', `${op.name} attributes: expected an object, got ${show(given)}`);
+  if (given === null || typeof given !== 'object' || Array.isArray(given) || given instanceof Map) {
+    throw new KernelError('INVALID_ATTRIBUTE', `${op.name} attributes: expected an object of name → value, got ${show(given)}`);
+  }
   const out: Record<string, AttrValue> = {};
+  // own properties only, both ways: an inherited name (constructor, toString, …) is neither
+  // an attribute of the op nor a value the caller gave
   for (const key of Object.keys(given)) {
-    if (!(key in op.attributes)) {
+    if (!Object.hasOwn(op.attributes, key)) {
       throw new KernelError('INVALID_ATTRIBUTE', `${op.name}: unknown attribute ${show(key)}; expected one of ${Object.keys(op.attributes).join(', ') || '(none)'}`);
     }
   }
   for (const [name, spec] of attributeEntries(op)) {
-    const v = given[name];
+    const v = Object.hasOwn(given, name) ? given[name] : undefined;
     out[name] = v === undefined ? (spec.default as AttrValue) : coerceAttr(op.name, name, spec, v);
   }
   return out;
@@ -436,7 +480,8 @@ function coerceAttr(opName: string, name: string, spec: AttrSpec, v: unknown): A
 /** Checks init options and returns the memory to import. */
 export function createMemory(opts: InitOptions): { memory: WebAssembly.Memory; maxBytes: number } {
   const maxBytes = opts.maximumMemory ?? DEFAULT_MAX;
-  const initBytes = opts.initialMemory ?? 1 << 20;
+  // the default initial size (1 MiB) never exceeds a smaller maximum the caller set
+  const initBytes = opts.initialMemory ?? Math.min(1 << 20, Number.isFinite(maxBytes) ? maxBytes : 1 << 20);
   if (!Number.isFinite(maxBytes) || maxBytes < PAGE || maxBytes > MAX_WASM32) {
     throw new KernelError('INVALID_ARGUMENT', `init maximumMemory: expected bytes in [${PAGE}, ${MAX_WASM32}], got ${show(opts.maximumMemory)}`);
   }

@@ -102,7 +102,10 @@ export async function compile(src: WasmSource, readFile?: FileReader): Promise<W
     if (e instanceof WebAssembly.CompileError) {
       throw new KernelError('INVALID_ARGUMENT', `init wasm: this engine cannot compile the given module (${e.message}); a relaxed or SIMD build needs an engine that accepts it`);
     }
-    throw e;
+    if (e instanceof KernelError) throw e;
+    // reading a file or fetching a URL failed (ENOENT, EISDIR, a refused connection, …)
+    const why = e instanceof Error ? e.message : String(e);
+    throw new KernelError('INVALID_ARGUMENT', `init wasm: could not load ${typeof src === 'string' || src instanceof URL ? show(String(src)) : 'the module'} (${why})`);
   }
 }
 

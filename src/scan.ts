@@ -18,7 +18,7 @@ import { type DTypeInfo, dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { product } from './ops/checks.js';
-import { type PlainTensor, Tensor, checkShape } from './tensor.js';
+import { type PlainTensor, Tensor, checkShape, toDataArray } from './tensor.js';
 
 /** A tensor, or arrays / plain objects of them (null leaves are allowed and kept). */
 export type Pytree<T = Tensor> = T | null | readonly Pytree<T>[] | { readonly [key: string]: Pytree<T> };
@@ -97,16 +97,28 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return p === Object.prototype || p === null;
 }
 
-function flatten(tree: unknown, path: string, leaves: Leaf[]): Spec {
+/**
+ * A plain leaf whose data views the instance's memory (`buf`), copied now: the leaves are
+ * flattened before the call's first allocation, any of which may grow the memory and
+ * detach every such view, a later leaf's included.
+ */
+function snapshot<T>(v: T, buf: ArrayBufferLike): T {
+  if (v instanceof Tensor || v === null || typeof v !== 'object') return v;
+  const d = (v as unknown as PlainTensor).data;
+  return ArrayBuffer.isView(d) && d.buffer === buf ? ({ ...v, data: (d as Uint8Array).slice() } as T) : v;
+}
+
+/** Leaves in order; with `buf`, plain leaves viewing that memory are copied (see snapshot). */
+function flatten(tree: unknown, path: string, leaves: Leaf[], buf?: ArrayBufferLike): Spec {
   if (tree === null || tree === undefined) return { kind: 'none' };
   if (tree instanceof Tensor || isPlainTensor(tree)) {
-    leaves.push({ value: tree, path });
+    leaves.push({ value: buf ? snapshot(tree, buf) : tree, path });
     return { kind: 'leaf' };
   }
-  if (Array.isArray(tree)) return { kind: 'list', items: tree.map((t, i) => flatten(t, `${path}[${i}]`, leaves)) };
+  if (Array.isArray(tree)) return { kind: 'list', items: tree.map((t, i) => flatten(t, `${path}[${i}]`, leaves, buf)) };
   if (isPlainObject(tree)) {
     const keys = Object.keys(tree);
-    return { kind: 'dict', keys, items: keys.map((k) => flatten(tree[k], `${path}.${k}`, leaves)) };
+    return { kind: 'dict', keys, items: keys.map((k) => flatten(tree[k], `${path}.${k}`, leaves, buf)) };
   }
   return fail('INVALID_ARGUMENT', `${path}: expected a Tensor, { dtype, shape, data }, an array or a plain object of them, got ${describe(tree)}`);
 }
@@ -183,10 +195,10 @@ function asTensor(ek: Kernels, v: unknown, what: string, temps: Tensor[]): Tenso
     checkOwned(ek, v, what);
     return v;
   }
-  const p = v as PlainTensor;
-  // A view of the linear memory would be detached if the allocation grows the memory: copy it first.
-  const data = ArrayBuffer.isView(p.data) && p.data.buffer === ek.memory.buffer ? (p.data as Float64Array).slice() : p.data;
-  const t = ek.tensor(dtypeInfo(p.dtype ?? p.type, `${what}.dtype`).name, checkShape(p.shape ?? p.dims, `${what}.shape`), data);
+  // (a view of the linear memory among the leaves was copied before the first allocation)
+  const p = snapshot(v as PlainTensor, ek.memory.buffer);
+  const info = dtypeInfo(p.dtype ?? p.type, `${what}.dtype`), shape = checkShape(p.shape ?? p.dims, `${what}.shape`);
+  const t = ek.tensor(info.name, shape, toDataArray(info, product(shape), p.data, what));
   temps.push(t);
   return t;
 }
@@ -290,7 +302,7 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
 
   // init
   const initLeaves: Leaf[] = [];
-  const initSpec = flatten(init, 'init', initLeaves);
+  const initSpec = flatten(init, 'init', initLeaves, ek.memory.buffer);
   if (initLeaves.length === 0) fail('INVALID_ARGUMENT', `scan init: expected at least one tensor (PyTorch's scan requires init leaves), got ${showSpec(initSpec)}`);
   const initMeta = initLeaves.map((l) => metaOf(l.value, l.path));
   initLeaves.forEach((l, i) => {
@@ -308,7 +320,7 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     if (length === undefined) fail('INVALID_ARGUMENT', 'scan options.length: required when xs is null (a counted loop), got undefined');
     N = length;
   } else {
-    xSpec = flatten(xs, 'xs', xLeaves);
+    xSpec = flatten(xs, 'xs', xLeaves, ek.memory.buffer);
     if (xLeaves.length === 0) fail('INVALID_ARGUMENT', `scan xs: expected at least one tensor (or xs = null with options.length), got ${showSpec(xSpec)}`);
     let first: number | undefined;
     for (const l of xLeaves) {
@@ -483,6 +495,8 @@ function stepScan(
             if (aliases(ek, o.value, outs[k].value)) fail('ALIASING', `scan ${o.path} at ${at}: ${o.value === outs[k].value ? 'is' : 'shares memory with'} the output ${outs[k].path}; return distinct tensors (e.g. a copy for y)`);
           }
         }
+        // (checked for aliasing as given; copied before this step's first allocation)
+        for (const o of outs) o.value = snapshot(o.value, ek.memory.buffer);
         // ys: allocate at step 0, then copy y_t into place
         if (ySpec === null) {
           ySpec = sSpec;
@@ -712,6 +726,8 @@ export function makeCombiners(ek: Kernels): Combiners {
 export function linearScan(ek: Kernels, a: Tensor | PlainTensor, b: Tensor | PlainTensor, h0: Tensor | PlainTensor, options?: LinearScanOptions): [Tensor, Tensor] {
   const { dim, reverse, length } = readOptions(options, 'linearScan');
   if (length !== undefined) fail('INVALID_ARGUMENT', 'linearScan options: unknown option "length" (the length is that of a along dim)');
+  const buf = ek.memory.buffer;
+  [a, b, h0] = [snapshot(a, buf), snapshot(b, buf), snapshot(h0, buf)];
   const metas: Meta[] = [];
   for (const [v, w] of [[a, 'a'], [b, 'b'], [h0, 'h0']] as const) {
     if (!(v instanceof Tensor) && !isPlainTensor(v)) fail('INVALID_ARGUMENT', `linearScan ${w}: expected a Tensor or { dtype, shape, data }, got ${describe(v)}`);

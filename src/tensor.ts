@@ -130,42 +130,96 @@ export function plainMeta(p: PlainTensor, what: string): { info: DTypeInfo; shap
   return { info, shape };
 }
 
+/** Value range of each integer data array (bit patterns, packed bytes and bool codes included). */
+const INT_RANGE = new Map<unknown, readonly [number, number]>([
+  [Int8Array, [-128, 127]], [Uint8Array, [0, 255]], [Int16Array, [-32768, 32767]], [Uint16Array, [0, 65535]],
+  [Int32Array, [-(2 ** 31), 2 ** 31 - 1]], [Uint32Array, [0, 2 ** 32 - 1]],
+]);
+
+/** One plain value as a number: numbers, booleans, bigints, numeric strings ("NaN", "-Infinity", "1.5"); else undefined. */
+function plainNumber(v: unknown): number | undefined {
+  if (typeof v === 'number') return v;
+  if (typeof v === 'boolean') return v ? 1 : 0;
+  if (typeof v === 'bigint') return Number(v);
+  if (typeof v !== 'string' || v.trim() === '') return undefined;
+  const n = Number(v);
+  return Number.isNaN(n) && v.trim() !== 'NaN' ? undefined : n;
+}
+
+/** One plain value as a bigint for int64 / uint64 (integers only, in range); else undefined. */
+function plainBigInt(v: unknown, signed: boolean): bigint | undefined {
+  let b: bigint;
+  if (typeof v === 'bigint') b = v;
+  else if (typeof v === 'boolean') b = v ? 1n : 0n;
+  else if (typeof v === 'number') {
+    if (!Number.isInteger(v)) return undefined;
+    b = BigInt(v);
+  } else if (typeof v === 'string' && v.trim() !== '') {
+    try {
+      b = BigInt(v);
+    } catch {
+      return undefined;
+    }
+  } else return undefined;
+  const ok = signed ? b >= -(2n ** 63n) && b < 2n ** 63n : b >= 0n && b < 2n ** 64n;
+  return ok ? b : undefined;
+}
+
 /**
- * Converts user data into the dtype's data-array form, checking its length.
- * Accepts the dtype's typed array (or any typed array of the right length), ordinary
- * arrays of numbers / booleans, bigints or decimal strings for 64-bit integers, and
- * "NaN" / "Infinity" / "-Infinity" strings for floats.
+ * Converts user data into the dtype's data-array form, checking its length and values.
+ * Accepts the dtype's typed array (returned as is) or any other typed array of the right
+ * length (converted as TypedArray.prototype.set does), and ordinary arrays or iterables of
+ * numbers, booleans, bigints and numeric strings (decimal integers for 64-bit types, "NaN" /
+ * "Infinity" / "-Infinity" for floats). Values of ordinary arrays are checked: an integer
+ * data array (integer dtypes, bool, bit patterns of the small floats, packed bytes) takes
+ * only integers in its range, int64 / uint64 only integers in theirs; anything else is
+ * INVALID_VALUE. bool data is stored as 1 / 0 (any non-zero value is true).
  */
 export function toDataArray(info: DTypeInfo, count: number, data: unknown, what: string): TypedData | string[] {
   const want = dataLengthOf(info, count);
-  const arr = (ArrayBuffer.isView(data) ? data : Array.isArray(data) ? data : data != null && typeof (data as Iterable<unknown>)[Symbol.iterator] === 'function' ? Array.from(data as Iterable<unknown>) : null) as ArrayLike<unknown> | null;
+  const iterable = data != null && typeof data === 'object' && typeof (data as Iterable<unknown>)[Symbol.iterator] === 'function';
+  const arr = (ArrayBuffer.isView(data) && !(data instanceof DataView) ? data : Array.isArray(data) ? data : iterable ? Array.from(data as Iterable<unknown>) : null) as ArrayLike<unknown> | null;
   if (arr === null) throw new KernelError('INVALID_ARGUMENT', `${what}.data: expected an array or typed array, got ${show(data)}`);
   if (arr.length !== want) {
     throw new KernelError('INVALID_SHAPE', `${what}.data: expected ${want} values for ${info.name} with ${count} elements, got ${arr.length}`);
   }
+  const bad = (i: number, v: unknown, want: string): never => {
+    throw new KernelError('INVALID_VALUE', `${what}.data[${i}]: expected ${want} for ${info.name}, got ${typeof v === 'symbol' ? 'a symbol' : show(v)}`);
+  };
   if (info.kind === 'string') {
-    return Array.from(arr, (v) => String(v));
+    return Array.from(arr, (v, i) => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'bigint' || typeof v === 'boolean' ? String(v) : bad(i, v, 'a string')));
   }
   const A = info.array!;
-  if (arr instanceof A) return arr as TypedData;
+  const bool = info.kind === 'bool';
+  if (arr instanceof A && !bool) return arr as TypedData;
   const out = new A(want) as TypedData;
   if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
+    const signed = out instanceof BigInt64Array;
     for (let i = 0; i < want; i++) {
       const v = arr[i];
-      try {
-        (out as BigInt64Array)[i] = typeof v === 'bigint' ? v : BigInt(v as string | number | boolean);
-      } catch {
-        throw new KernelError('INVALID_VALUE', `${what}.data[${i}]: expected an integer for ${info.name}, got ${show(v)}`);
-      }
+      const b = plainBigInt(v, signed);
+      (out as BigInt64Array)[i] = b !== undefined ? b : bad(i, v, `an integer in the range of ${info.name}`);
     }
-  } else if (ArrayBuffer.isView(arr) && !(arr instanceof BigInt64Array || arr instanceof BigUint64Array)) {
+    return out;
+  }
+  if (ArrayBuffer.isView(arr) && !(arr instanceof BigInt64Array || arr instanceof BigUint64Array)) {
     (out as Float64Array).set(arr as unknown as Float64Array);
   } else {
+    const range = INT_RANGE.get(A);
     for (let i = 0; i < want; i++) {
       const v = arr[i];
-      (out as Float64Array)[i] = typeof v === 'number' ? v : Number(v as string);
+      const n = plainNumber(v);
+      if (n === undefined) bad(i, v, 'a number, boolean or numeric string');
+      else if (bool) {
+        if (Number.isNaN(n)) bad(i, v, 'a boolean or number');
+        (out as Uint8Array)[i] = n !== 0 ? 1 : 0;
+      } else if (range && !(Number.isInteger(n) && n >= range[0] && n <= range[1])) {
+        bad(i, v, `an integer in [${range[0]}, ${range[1]}]${info.bitPattern || info.bits < 8 ? ' (the data array holds bit patterns / packed bytes)' : ''}`);
+      } else (out as Float64Array)[i] = n!;
     }
+    return out;
   }
+  if (bool) for (let i = 0; i < want; i++) if ((out as Uint8Array)[i] > 1) (out as Uint8Array)[i] = 1;
   return out;
 }
 

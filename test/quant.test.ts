@@ -330,7 +330,7 @@ describe('QuantizeLinear / DequantizeLinear bad input: KernelError, nothing writ
     expectKernelError(() => ek.run(Q, [x, s1], { precision: 'int8' }), 'INVALID_ATTRIBUTE', /precision/);
     expectKernelError(() => ek.run(Q, [xd, s1]), 'INVALID_DTYPE', /input x/);
     expectKernelError(() => ek.run(Q, [x, sD]), 'INVALID_DTYPE', /y_scale/);
-    expectKernelError(() => ek.run(Q, [x, s1], {}, { outputs: [yBad] }), 'INVALID_SHAPE', /outputs\[0\]/);
+    expectKernelError(() => ek.run(Q, [x, s1], {}, { outputs: [yBad] }), 'INVALID_DTYPE', /outputs\[0\]/);
     expectKernelError(() => ek.run(DQ, [xi, s1, zpu3]), 'INVALID_DTYPE', /x_zero_point/);
     expectKernelError(() => ek.run(DQ, [x, s1]), 'INVALID_DTYPE', /input x/);
     expectKernelError(() => ek.run(DQ, [xi, s1], { output_dtype: 'int8' }), 'INVALID_DTYPE', /output_dtype/);

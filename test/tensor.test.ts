@@ -172,3 +172,124 @@ describe('data that views the instance’s own memory', () => {
     k.dispose();
   });
 });
+
+describe('host contract (audit of the public API against DESIGN / README)', () => {
+  const plain = (dtype: unknown, shape: number[], data: unknown) => ({ dtype, shape, data }) as never;
+
+  it("dtype names are looked up as own entries: 'constructor' / '__proto__' are unknown dtypes", () => {
+    for (const name of ['constructor', '__proto__', 'toString', 'hasOwnProperty']) {
+      expectKernelError(() => ek.run('Cast', [plain(name, [1], [1])], { to: 'float32' }), 'INVALID_DTYPE', /dtype/);
+      expectKernelError(() => ek.tensor(name, [1]), 'INVALID_DTYPE', /expected one of/);
+      expectKernelError(() => ek.run('Cast', [ek.tensor('float32', [1])], { to: name }), 'INVALID_ATTRIBUTE', /to/);
+    }
+  });
+
+  it('attributes: inherited names are unknown, inherited values are not read, arrays / Maps are not attribute objects', () => {
+    const x = ek.tensor('float32', [3], [1, 2, 3]);
+    const axis = plain('int32', [], [0]);
+    for (const name of ['constructor', 'toString', 'valueOf', 'hasOwnProperty']) {
+      expectKernelError(() => ek.run('CumSum', [x, axis], { [name]: 1 }), 'INVALID_ATTRIBUTE', /unknown attribute/);
+    }
+    expectKernelError(() => ek.run('CumSum', [x, axis], JSON.parse('{"__proto__": 1}')), 'INVALID_ATTRIBUTE', /unknown attribute/);
+    expectKernelError(() => ek.run('CumSum', [x, axis], [] as never), 'INVALID_ATTRIBUTE', /object of name/);
+    expectKernelError(() => ek.run('CumSum', [x, axis], new Map([['reverse', 1]]) as never), 'INVALID_ATTRIBUTE', /object of name/);
+    // an attribute object whose prototype carries a value: only own values count
+    const proto = Object.create({ reverse: 1 });
+    expect(Array.from(ek.run('CumSum', [x, axis], proto)[0]!.data as Float32Array)).toEqual([1, 3, 6]);
+    x.dispose();
+  });
+
+  it('string tensors beyond 2^26 elements are OUT_OF_MEMORY, not a RangeError or a dead process', () => {
+    for (const shape of [[2 ** 32], [2 ** 20, 2 ** 20], [2 ** 31], [2 ** 26 + 1]]) {
+      expectKernelError(() => ek.tensor('string', shape), 'OUT_OF_MEMORY', /2\^26/);
+    }
+  });
+
+  it('plain inputs viewing this memory are all copied before the first allocation of the call', async () => {
+    const k = await init({ initialMemory: 1 << 20 });
+    const ax = k.tensor('int32', [], [0]);
+    const x = { dtype: 'float32', shape: [1 << 20], data: new Float32Array(1 << 20).fill(1) };
+    const y = k.run('CumSum', [x, { dtype: 'int32', shape: [], data: ax.data as Int32Array }])[0]!;
+    expect((y.data as Float32Array)[(1 << 20) - 1]).toBe(1 << 20);
+    // the same through scan's and linearScan's leaves
+    const h = k.tensor('float32', [2], [5, 6]);
+    const a = { dtype: 'float32', shape: [1 << 18, 2], data: new Float32Array(1 << 19).fill(0) };
+    const [last] = k.linearScan(a, { dtype: 'float32', shape: [1 << 18, 2], data: new Float32Array(1 << 19).fill(1) }, { dtype: 'float32', shape: [2], data: h.data as Float32Array });
+    expect(Array.from(last.data as Float32Array)).toEqual([1, 1]);
+    const c0 = k.tensor('float32', [2], [1, 2]);
+    const big = { dtype: 'float32', shape: [1 << 18, 2], data: new Float32Array(1 << 19).fill(1) };
+    const [carry] = k.scan(k.combine.add, { dtype: 'float32', shape: [2], data: c0.data as Float32Array }, big as never);
+    expect(Array.from((carry as { data: Float32Array }).data)).toEqual([1 + (1 << 18), 2 + (1 << 18)]);
+    k.dispose();
+  });
+
+  it('a failed TRT_KVCacheUpdate does not grow the scratch area; scratch asks for exactly what fits when doubling does not', async () => {
+    const k = await init({ maximumMemory: 8 << 20 });
+    const cache = k.tensor('float32', [600000, 1, 1, 0]), bad = k.tensor('float32', [600000, 1, 1]);
+    const before = k.stats();
+    expectKernelError(() => k.run('TRT_KVCacheUpdate', [cache, bad]), 'INVALID_SHAPE');
+    expect(k.stats().scratchBytes).toBe(before.scratchBytes);
+    expect(k.stats().memoryBytes).toBe(before.memoryBytes);
+    k.dispose();
+    const m = await init({ maximumMemory: 4 << 20, initialMemory: 4 << 20 });
+    const run = (B: number) => m.run('TRT_KVCacheUpdate', [m.tensor('float32', [B, 1, 1, 0]), m.tensor('float32', [B, 1, 1, 0])]);
+    run(200000);
+    run(210000); // 1.68 MB needed; doubling the 1.6 MB area would not fit
+    expect(m.stats().scratchBytes).toBeGreaterThanOrEqual(4 * (2 * 210000 + 1));
+    m.dispose();
+  });
+
+  it('data values are checked: wrong kinds and out-of-range integers are INVALID_VALUE, bool is stored as 1 / 0', () => {
+    expectKernelError(() => ek.tensor('float32', [3], ['abc', {}, undefined]), 'INVALID_VALUE', /data\[0\]/);
+    expectKernelError(() => ek.tensor('float32', [3], 'abc' as never), 'INVALID_ARGUMENT', /array/);
+    expectKernelError(() => ek.tensor('int32', [3], [1, '', 2]), 'INVALID_VALUE', /data\[1\]/);
+    expectKernelError(() => ek.tensor('int32', [1], [[5]]), 'INVALID_VALUE');
+    expectKernelError(() => ek.tensor('int32', [1], [1.5]), 'INVALID_VALUE', /integer/);
+    expectKernelError(() => ek.tensor('int32', [1], [1e12]), 'INVALID_VALUE', /integer in/);
+    expectKernelError(() => ek.tensor('uint8', [1], [-1]), 'INVALID_VALUE');
+    expectKernelError(() => ek.tensor('float16', [1], [1.5]), 'INVALID_VALUE', /bit patterns/);
+    expectKernelError(() => ek.tensor('int64', [1], ['12345678901234567890']), 'INVALID_VALUE', /range/);
+    expectKernelError(() => ek.tensor('uint64', [1], [-1]), 'INVALID_VALUE');
+    expectKernelError(() => ek.tensor('float32', [1], [Symbol('s')]), 'INVALID_VALUE', /symbol/);
+    expectKernelError(() => ek.tensor('bool', [1], ['true']), 'INVALID_VALUE');
+    expectKernelError(() => ek.tensor('string', [1], [{}]), 'INVALID_VALUE', /string/);
+    expect(Array.from(ek.tensor('uint64', [1], ['18446744073709551615']).data as BigUint64Array)).toEqual([2n ** 64n - 1n]);
+    expect(Array.from(ek.tensor('float32', [2], ['1.5', '-Infinity']).data as Float32Array)).toEqual([1.5, -Infinity]);
+    const b = ek.tensor('bool', [3], [2, 255, 0]);
+    expect(Array.from(b.data as Uint8Array)).toEqual([1, 1, 0]);
+    expect(Array.from(ek.tensor('bool', [2], new Uint8Array([7, 0])).data as Uint8Array)).toEqual([1, 0]);
+    expect(Array.from(ek.run('Cast', [b], { to: 'float32' })[0]!.data as Float32Array)).toEqual([1, 1, 0]);
+  });
+
+  it('init: wasm that cannot be read is INVALID_ARGUMENT; a small maximumMemory alone is accepted', async () => {
+    for (const wasm of ['file:///nonexistent.wasm', 'http://127.0.0.1:1/x.wasm']) {
+      let err: unknown;
+      try {
+        await init({ wasm });
+      } catch (e) {
+        err = e;
+      }
+      expect(err, wasm).toBeInstanceOf(KernelError);
+      expect((err as InstanceType<typeof KernelError>).code).toBe('INVALID_ARGUMENT');
+    }
+    const k = await init({ maximumMemory: 512 * 1024 });
+    expect(k.stats().memoryBytes).toBeLessThanOrEqual(512 * 1024);
+    k.dispose();
+  });
+
+  it('an output of the wrong dtype is INVALID_DTYPE, of the wrong shape INVALID_SHAPE', () => {
+    const x = ek.tensor('float32', [4], [1, 2, 3, 4]), axis = plain('int32', [], [0]);
+    expectKernelError(() => ek.run('CumSum', [x, axis], {}, { outputs: [ek.tensor('float64', [4])] }), 'INVALID_DTYPE', /outputs\[0\]/);
+    expectKernelError(() => ek.run('CumSum', [x, axis], {}, { outputs: [ek.tensor('float32', [5])] }), 'INVALID_SHAPE', /outputs\[0\]/);
+  });
+
+  it('an in-place op on a plain cache whose data cannot take the result is rejected before it runs', () => {
+    const upd = { dtype: 'float32', shape: [1, 1, 1, 1], data: [7] };
+    const frozen = { dtype: 'float32', shape: [1, 1, 3, 1], data: Object.freeze([0, 0, 0]) };
+    expectKernelError(() => ek.run('TensorScatter', [frozen as never, upd]), 'INVALID_ARGUMENT', /in place/);
+    expectKernelError(() => ek.run('TensorScatter', [{ dtype: 'float32', shape: [1, 1, 3, 1], data: new Set([1, 2, 3]) } as never, upd]), 'INVALID_ARGUMENT', /in place/);
+    const ok = { dtype: 'float32', shape: [1, 1, 3, 1], data: [0, 0, 0] };
+    ek.run('TensorScatter', [ok, upd]);
+    expect(ok.data).toEqual([7, 0, 0]);
+  });
+});

@@ -12,12 +12,16 @@ import type { OpContext, OpDef } from './registry.js';
 /** Per-batch start positions, checked; returned as a pointer to int32s (0 = all zero). */
 function writeStarts(
   ctx: OpContext, op: string, idx: Tensor | null, batch: number, n: number,
-  counts: (b: number) => number, circular: boolean,
+  counts: (b: number) => number, circular: boolean, reserve = 0,
 ): number {
+  // `reserve`: scratch bytes the caller will use after these starts (requested here, after
+  // validation, so a call that fails never grows the scratch area and a later request
+  // cannot move the starts)
   if (idx === null) {
     for (let b = 0; b < batch; b++) {
       if (!circular && counts(b) > n) fail('INVALID_VALUE', `${op} update: ${counts(b)} rows do not fit a cache of length ${n}`);
     }
+    if (reserve > 0) ctx.scratch(reserve);
     return 0;
   }
   const what = `${op} input write_indices`;
@@ -28,7 +32,7 @@ function writeStarts(
     requireDtype(idx, ['int32', 'int64'], what);
     if (batch === 0) return 0;
     const d = idx.data as Int32Array | BigInt64Array;
-    const ptr = ctx.scratch(batch * 4);
+    const ptr = ctx.scratch(Math.max(batch * 4, reserve));
     const out = new Int32Array(ctx.memory.buffer, ptr, batch);
     for (let b = 0; b < batch; b++) {
       const x = d[b];
@@ -45,8 +49,11 @@ function writeStarts(
   }
   if (batch === 0) return 0;
   // An int32 index tensor needs no copy in linear mode: the kernel reads it where it lives.
-  if (idx.dtype === 'int32') return idx.byteOffset;
-  const ptr = ctx.scratch(batch * 4);
+  if (idx.dtype === 'int32') {
+    if (reserve > 0) ctx.scratch(reserve);
+    return idx.byteOffset;
+  }
+  const ptr = ctx.scratch(Math.max(batch * 4, reserve));
   new Int32Array(ctx.memory.buffer, ptr, batch).set(v);
   return ptr;
 }
@@ -131,16 +138,16 @@ const kvCacheUpdate: OpDef = {
     // 4-bit / 2-bit and string caches: scatter's bit / host paths, or elementWise with lengths
     const wholeBytes = cache!.info.kind !== 'string' && cache!.info.bits >= 8;
     const rowBytes = wholeBytes ? (D * cache!.info.bits) / 8 : 0;
-    // Reserve scratch for int32 starts [B] and lengths [B+1] at once, so the second
-    // request cannot move the first.
-    ctx.scratch(4 * (2 * B + 1));
+    // scratch for int32 starts [B] and lengths [B+1], reserved at once by writeStarts (after
+    // validation), so the second request cannot move the first
+    const reserve = 4 * (2 * B + 1);
     if (attrs.update_form === 'packed_nhd') {
       requireRank(update!, 3, `${op} input update (packed_nhd [T,H,D])`);
       const [T, uh, ud] = update!.shape;
       if (uh !== H || ud !== D) fail('INVALID_SHAPE', `${op} input update: expected [T,${H},${D}] to match the cache's heads and head size, got ${show([...update!.shape])}`);
       if (lens === null) fail('MISSING_INPUT', `${op}: input 3 (update_lengths) is required when update_form is 'packed_nhd'`);
       const cum = readCumulative(lens, B, T, `${op} input update_lengths`);
-      const starts = writeStarts(ctx, op, idx, B, N, (b) => cum[b + 1] - cum[b], false);
+      const starts = writeStarts(ctx, op, idx, B, N, (b) => cum[b + 1] - cum[b], false, reserve);
       if (!wholeBytes) {
         elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => cum[b + 1] - cum[b], (b, h, t) => (cum[b] + t) * H + h);
         return [cache!];
@@ -160,7 +167,7 @@ const kvCacheUpdate: OpDef = {
         if (cum[b + 1] - cum[b] > S) fail('INVALID_VALUE', `${op} input update_lengths: batch entry ${b} has ${cum[b + 1] - cum[b]} rows, more than the update's ${S}`);
       }
     }
-    const starts = writeStarts(ctx, op, idx, B, N, (b) => (cum ? cum[b + 1] - cum[b] : S), false);
+    const starts = writeStarts(ctx, op, idx, B, N, (b) => (cum ? cum[b + 1] - cum[b] : S), false, reserve);
     if (!wholeBytes && cum) {
       // (without update_lengths, scatter below already moves 4-bit / 2-bit and string rows)
       elementWise(ctx, cache!, update!, B, H, N, D, starts, (b) => cum[b + 1] - cum[b], (b, h, t) => (b * H + h) * S + t);
