@@ -149,7 +149,7 @@ export class Kernels implements TensorOwner, OpContext {
       });
       if (op.inPlace !== undefined) {
         const r = requests[0];
-        if (r !== undefined && r !== true && r !== ts[op.inPlace]) {
+        if (r !== undefined && r !== null && r !== true && r !== ts[op.inPlace]) {
           throw new KernelError('INVALID_ARGUMENT', `${opType} outputs[0]: the operator updates ${op.inputs[op.inPlace].name} in place; pass that tensor or leave the slot empty`);
         }
       }
@@ -398,6 +398,9 @@ function overlaps(a: Tensor, b: Tensor): boolean {
 
 function normalizeRequests(op: OpDef, options: RunOptions): OutputRequest[] {
   if (options === null || typeof options !== 'object') throw new KernelError('INVALID_ARGUMENT', `${op.name} options: expected an object, got ${show(options)}`);
+  for (const key of Object.keys(options)) {
+    if (key !== 'outputs') throw new KernelError('INVALID_ARGUMENT', `${op.name} options: unknown option ${show(key)}; the only one is outputs`);
+  }
   const outs = options.outputs;
   if (outs === undefined) return op.outputs.map(() => undefined);
   if (!Array.isArray(outs) || outs.length > op.outputs.length) {

@@ -145,6 +145,8 @@ function checkBuildOption(build: unknown): BuildName | undefined {
   return build as BuildName;
 }
 
+const INIT_OPTIONS = ['initialMemory', 'maximumMemory', 'build', 'wasm', 'debug'];
+
 /**
  * Builds an entry's init(). `defaultModule(build)` is how that runtime obtains a build;
  * `readFile` (file-system runtimes) lets init({ wasm: fileURL }) read instead of fetch.
@@ -153,6 +155,11 @@ export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembl
   const cached = new Map<BuildName, Promise<WebAssembly.Module>>();
   return async function init(opts: InitOptions = {}): Promise<Kernels> {
     if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `init options: expected an object, got ${show(opts)}`);
+    // a misspelt option (maxMemory) must not silently leave the default in place
+    for (const key of Object.keys(opts)) {
+      if (!INIT_OPTIONS.includes(key)) throw new KernelError('INVALID_ARGUMENT', `init options: unknown option ${show(key)}; expected one of ${INIT_OPTIONS.join(', ')}`);
+    }
+    if (opts.debug !== undefined && typeof opts.debug !== 'boolean') throw new KernelError('INVALID_ARGUMENT', `init debug: expected true or false, got ${show(opts.debug)}`);
     const forced = checkBuildOption(opts.build);
     let module: WebAssembly.Module;
     let build: BuildName;

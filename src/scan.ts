@@ -109,16 +109,22 @@ function snapshot<T>(v: T, buf: ArrayBufferLike): T {
 }
 
 /** Leaves in order; with `buf`, plain leaves viewing that memory are copied (see snapshot). */
-function flatten(tree: unknown, path: string, leaves: Leaf[], buf?: ArrayBufferLike): Spec {
+function flatten(tree: unknown, path: string, leaves: Leaf[], buf?: ArrayBufferLike, open = new Set<object>()): Spec {
   if (tree === null || tree === undefined) return { kind: 'none' };
   if (tree instanceof Tensor || isPlainTensor(tree)) {
     leaves.push({ value: buf ? snapshot(tree, buf) : tree, path });
     return { kind: 'leaf' };
   }
-  if (Array.isArray(tree)) return { kind: 'list', items: tree.map((t, i) => flatten(t, `${path}[${i}]`, leaves, buf)) };
-  if (isPlainObject(tree)) {
-    const keys = Object.keys(tree);
-    return { kind: 'dict', keys, items: keys.map((k) => flatten(tree[k], `${path}.${k}`, leaves, buf)) };
+  if (Array.isArray(tree) || isPlainObject(tree)) {
+    // a pytree is a tree: a list or dict that contains itself has no flattening
+    if (open.has(tree)) fail('INVALID_ARGUMENT', `${path}: the tree contains itself (a cycle); expected a tree of tensors`);
+    open.add(tree);
+    const keys = Array.isArray(tree) ? null : Object.keys(tree);
+    const spec: Spec = keys === null
+      ? { kind: 'list', items: (tree as unknown[]).map((t, i) => flatten(t, `${path}[${i}]`, leaves, buf, open)) }
+      : { kind: 'dict', keys, items: keys.map((k) => flatten((tree as Record<string, unknown>)[k], `${path}.${k}`, leaves, buf, open)) };
+    open.delete(tree);
+    return spec;
   }
   return fail('INVALID_ARGUMENT', `${path}: expected a Tensor, { dtype, shape, data }, an array or a plain object of them, got ${describe(tree)}`);
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DTYPES, DTYPE_NAMES, type Kernels, KernelError, expectKernelError, init } from './helpers.js';
+import { DTYPES, DTYPE_NAMES, type Kernels, KernelError, type Tensor, expectKernelError, init } from './helpers.js';
 
 let ek: Kernels;
 beforeAll(async () => {
@@ -291,5 +291,42 @@ describe('host contract (audit of the public API against DESIGN / README)', () =
     const ok = { dtype: 'float32', shape: [1, 1, 3, 1], data: [0, 0, 0] };
     ek.run('TensorScatter', [ok, upd]);
     expect(ok.data).toEqual([7, 0, 0]);
+  });
+});
+
+describe('host contract: options and trees', () => {
+  it('init and run reject unknown options (a typo must not leave a default in place)', async () => {
+    for (const opts of [{ maxMemory: 1 << 20 }, { debug: 'yes' }]) {
+      let err: unknown;
+      try {
+        await init(opts as never);
+      } catch (e) {
+        err = e;
+      }
+      expect(err, JSON.stringify(opts)).toBeInstanceOf(KernelError);
+      expect((err as InstanceType<typeof KernelError>).code).toBe('INVALID_ARGUMENT');
+    }
+    const x = ek.tensor('float32', [2], [1, 2]), axis = ek.tensor('int32', [], [0]);
+    expectKernelError(() => ek.run('CumSum', [x, axis], {}, { output: [] } as never), 'INVALID_ARGUMENT', /unknown option "output"/);
+  });
+
+  it('an in-place op takes null for its output slot, as every op does', () => {
+    const cache = ek.tensor('float32', [1, 1, 2, 1]), upd = ek.tensor('float32', [1, 1, 1, 1], [3]);
+    expect(ek.run('TensorScatter', [cache, upd], {}, { outputs: [null] })[0]).toBe(cache);
+    expect(Array.from(cache.data as Float32Array)).toEqual([3, 0]);
+  });
+
+  it('a scan tree that contains itself is INVALID_ARGUMENT, not a stack overflow', () => {
+    const c = ek.tensor('float32', [2]), x = ek.tensor('float32', [3, 2]);
+    const cyc: unknown[] = [c];
+    cyc.push(cyc);
+    expectKernelError(() => ek.scan(ek.combine.add, cyc, x), 'INVALID_ARGUMENT', /contains itself/);
+    const d: Record<string, unknown> = { a: x };
+    d.self = d;
+    expectKernelError(() => ek.scan(ek.combine.add, c, d), 'INVALID_ARGUMENT', /contains itself/);
+    // a subtree met twice (not a cycle) is fine
+    const shared = [c];
+    const [carry] = ek.scan((h: Tensor[][]) => [[[ek.tensor('float32', [2])], [ek.tensor('float32', [2])]], ek.tensor('float32', [1])] as never, [shared, shared], x);
+    expect((carry as unknown[]).length).toBe(2);
   });
 });
