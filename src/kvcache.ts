@@ -19,12 +19,12 @@
  *    to `capacity` (default: unbounded, 2^31 − 1). N = W + maxAppend − 1 keeps every token
  *    of an append of up to maxAppend tokens an exact sliding window.
  */
-import { dtypeInfo, findDType } from './dtypes.js';
+import { type DTypeInfo, type TypedData, dtypeInfo, findDType } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { llmKernels } from './llm/kernels.js';
 import { OPS } from './ops/index.js';
-import { Tensor } from './tensor.js';
+import { type PlainTensor, Tensor, checkShape, plainMeta, shapeSize, toDataArray } from './tensor.js';
 
 export interface KVCacheOptions {
   layers: number;
@@ -51,6 +51,9 @@ export interface AppendOptions {
   /** New tokens per sequence ([B] counts). Padded input: default S for every sequence; packed input: required, summing to T. */
   lengths?: ArrayLike<number>;
 }
+
+/** An attention mask: a package tensor, `{ dtype, shape, data }` / ONNX Runtime's `{ type, dims, data }`, or `{ shape, data }` of 0 / 1 / booleans / 0n / 1n. */
+export type MaskInput = Tensor | PlainTensor;
 
 export interface AttendOptions {
   /** Score scale; default 1/sqrt(headDim). */
@@ -123,6 +126,8 @@ export class KVCache {
   private pending: Int32Array | null = null;
   private written: Uint8Array;
   private views: (Tensor | null)[];
+  /** keyScales / valueScales views (layer·2 + kv), disposed with the cache like `views`. */
+  private scaleViews: (Tensor | null)[];
   /** int8 storage: float32 scales [layers, 2, B, Hkv, rows], one per (token, head) row. */
   private scales: Tensor | null = null;
   /** Scaled copy of the queries for TRT_Attention (which has no scale attribute); grown on demand. */
@@ -178,6 +183,7 @@ export class KVCache {
     this.len = new Int32Array(this.batch);
     this.written = new Uint8Array(this.layers);
     this.views = new Array<Tensor | null>(2 * this.layers).fill(null);
+    this.scaleViews = new Array<Tensor | null>(this.scales ? 2 * this.layers : 0).fill(null);
   }
 
   /** Bytes of the cache storage (all layers, keys and values, and the scales of int8 / fp8 caches). */
@@ -185,8 +191,9 @@ export class KVCache {
     return this.storage.byteLength + (this.scales ? this.scales.byteLength : 0);
   }
 
-  /** Where the storage lives in the linear memory (it never moves). */
+  /** Where the storage lives in the linear memory (it never moves). DISPOSED after dispose(): the block may be reused. */
   get byteOffset(): number {
+    this.assertAlive();
     return this.storage.byteOffset;
   }
 
@@ -198,6 +205,7 @@ export class KVCache {
 
   /** True between the first append of a step and advance(). */
   get stepInProgress(): boolean {
+    this.assertAlive();
     return this.pending !== null;
   }
 
@@ -363,15 +371,14 @@ export class KVCache {
         qLen[b] = Math.min(S, this.len[b]);
       }
     }
-    let out = opts.out;
-    if (out !== undefined) {
-      this.checkInput(out, 'out', false);
-      if (out.rank !== q.rank || out.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...out.shape])}`);
-      if (overlaps(out, q) || overlaps(out, this.storage)) bad('ALIASING', 'kvCache.attend out: overlaps q or the cache');
+    const given = opts.out;
+    if (given !== undefined) {
+      this.checkInput(given, 'out', false);
+      if (given.rank !== q.rank || given.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...given.shape])}`);
+      if (overlaps(given, q) || this.overlapsCache(given)) bad('ALIASING', 'kvCache.attend out: overlaps q or the cache');
     }
     // ---- checks passed ----
     const kern = llmKernels(this.ek);
-    out ??= this.ek.tensor('float32', q.shape);
     const kvLens = new Int32Array(B);
     for (let b = 0; b < B; b++) kvLens[b] = this.len[b] + (this.pending ? this.pending[b] : 0);
     // TRT_Attention (the attention family's flash kernel) covers every case where cache row
@@ -384,12 +391,22 @@ export class KVCache {
     const oneRowPerHead = Hq === Hkv && qLen.every((n) => n <= 1);
     const trt = impl === 'TRT_Attention' || (impl === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
     if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
-      this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
+      const out = given ?? this.ek.tensor('float32', q.shape);
+      try {
+        this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
+      } catch (e) {
+        if (given === undefined) out.dispose(); // an output allocated here never leaks (OUT_OF_MEMORY in the operator)
+        throw e;
+      }
       return out;
     }
     let scratchBytes = 4 * (this.rows * (Hq / Hkv) + 4 * D); // attendF32/F16/BF16: G·N + 4·D floats
     if (SCALED(this.dtype) && kern.attendQ8ScratchBytes) scratchBytes = Math.max(scratchBytes, kern.attendQ8ScratchBytes(Hq / Hkv, D) >>> 0);
+    // Sized for the ring's N rows, not this call's lengths: the kernels place their row buffer
+    // after G·N scores, and a decode loop then allocates nothing after its first step.
+    // Taken before the output is allocated, so an OUT_OF_MEMORY here leaks nothing.
     const scores = this.ek.scratch(scratchBytes);
+    const out = given ?? this.ek.tensor('float32', q.shape);
     const N = this.rows, seqBytes = Hkv * N * D * this.elemBytes;
     const attendKernel = this.dtype === 'float32' ? kern.attendF32 : this.dtype === 'float16' ? kern.attendF16 : this.dtype === 'bfloat16' ? kern.attendBF16 : this.dtype === 'int8' ? kern.attendI8 : kern.attendE4m3;
     const scaleSeq = Hkv * N * 4;
@@ -431,10 +448,14 @@ export class KVCache {
     }, { outputs: [out] });
   }
 
-  /** Ends a step: every sequence's length grows by its appended count. Requires every layer appended. Returns the new lengths. */
+  /**
+   * Ends a step: every sequence's length grows by its appended count. Requires every layer
+   * appended. Returns the new lengths. With no step in progress (nothing appended since the
+   * last advance / reset) it is a no-op that returns the lengths.
+   */
   advance(): Int32Array {
     this.assertAlive();
-    if (this.pending === null) return this.len.slice();
+    if (this.pending === null) return this.len.slice(); // no step: nothing to commit
     const missing: number[] = [];
     for (let l = 0; l < this.layers; l++) if (!this.written[l]) missing.push(l);
     if (missing.length > 0) bad('INVALID_ARGUMENT', `kvCache.advance: layers ${missing.join(', ')} were not appended in this step`);
@@ -461,26 +482,28 @@ export class KVCache {
   /**
    * Sets every sequence's length from an attention mask [B, M] (M <= capacity): row b must
    * be a prefix of ones followed by zeros (length = number of ones). Any other row (left
-   * padding, holes) is rejected and nothing changes.
+   * padding, holes) is rejected and nothing changes. The mask is a package tensor, a plain
+   * `{ dtype, shape, data }` / ONNX Runtime `{ type, dims, data }` (read as ek.run reads
+   * plain inputs), or `{ shape, data }` of 0 / 1, booleans, 0n / 1n. Values are compared by
+   * value: 1.0 in a float16 / bfloat16 / float8 mask is a one.
    */
-  setLengthsFromMask(mask: Tensor | { dtype?: string; shape?: readonly number[]; data: ArrayLike<number | bigint | boolean> }): Int32Array {
+  setLengthsFromMask(mask: MaskInput): Int32Array {
     this.assertAlive();
     if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
-    if (mask === null || typeof mask !== 'object' || !('data' in mask)) bad('INVALID_ARGUMENT', `kvCache.setLengthsFromMask mask: expected a tensor [${this.batch}, M], got ${show(mask)}`);
-    const shape = mask.shape ?? bad('INVALID_SHAPE', 'kvCache.setLengthsFromMask mask: a shape is required');
+    const { info, shape, data } = this.readMask(mask);
     const limit = this.window ? this.capacity : this.rows;
     if (shape.length !== 2 || shape[0] !== this.batch || shape[1] > limit) {
       bad('INVALID_SHAPE', `kvCache.setLengthsFromMask mask: expected [${this.batch}, M] with M <= ${limit}, got ${show([...shape])}`);
     }
     const M = shape[1];
-    const data = mask.data as ArrayLike<number | bigint | boolean>;
     if (data.length !== this.batch * M) bad('INVALID_SHAPE', `kvCache.setLengthsFromMask mask: expected ${this.batch * M} values, got ${data.length}`);
+    const isOne = (b: number, j: number) => maskValue(data[b * M + j], info, b, j);
     const out = new Int32Array(this.batch);
     for (let b = 0; b < this.batch; b++) {
       let n = 0;
-      while (n < M && isOne(data[b * M + n], b, n)) n++;
+      while (n < M && isOne(b, n)) n++;
       for (let j = n; j < M; j++) {
-        if (isOne(data[b * M + j], b, j)) {
+        if (isOne(b, j)) {
           bad('INVALID_VALUE', `kvCache.setLengthsFromMask mask: row ${b} is not a prefix of ones (zero at ${n}, one at ${j}); left padding or holes cannot give a write position`);
         }
       }
@@ -494,6 +517,7 @@ export class KVCache {
     if (!this.alive) return;
     this.alive = false;
     for (const v of this.views) v?.dispose();
+    for (const v of this.scaleViews) v?.dispose();
     this.storage.dispose();
     this.meta.dispose();
     this.qbuf?.dispose();
@@ -505,6 +529,33 @@ export class KVCache {
   }
 
   // ---- internals ---------------------------------------------------------------------
+
+  /**
+   * A mask's dtype (null for `{ shape, data }` without one), shape and values: a package
+   * tensor's own data; a plain tensor with a dtype through the package's plain-input helpers
+   * (plainMeta, toDataArray: what ek.run accepts); without a dtype, the values as given.
+   */
+  private readMask(mask: MaskInput): { info: DTypeInfo | null; shape: readonly number[]; data: ArrayLike<unknown> } {
+    const what = 'kvCache.setLengthsFromMask mask';
+    let info: DTypeInfo | null, shape: readonly number[], data: ArrayLike<unknown>;
+    if (mask instanceof Tensor) {
+      mask.assertAlive(what);
+      if (mask.owner !== this.ek) bad('INVALID_ARGUMENT', `${what}: the tensor belongs to another instance`);
+      ({ info, shape } = mask);
+      checkMaskDtype(info, what);
+      data = mask.data;
+    } else if (mask !== null && typeof mask === 'object' && 'data' in mask && mask.dtype === undefined && mask.type === undefined) {
+      info = null;
+      shape = checkShape(mask.shape ?? mask.dims, `${what}.shape`);
+      const d = mask.data;
+      data = ArrayBuffer.isView(d) && !(d instanceof DataView) ? d as unknown as ArrayLike<unknown> : Array.isArray(d) ? d : bad('INVALID_ARGUMENT', `${what}.data: expected an array or typed array, got ${show(d)}`);
+    } else {
+      ({ info, shape } = plainMeta(mask, what));
+      checkMaskDtype(info, what);
+      data = toDataArray(info, shapeSize(shape), mask.data, what) as TypedData;
+    }
+    return { info, shape, data };
+  }
 
   private layerPtr(layer: number, kv: 0 | 1): number {
     const block = this.batch * this.kvHeads * this.rows * this.headDim * this.elemBytes;
@@ -529,7 +580,14 @@ export class KVCache {
     this.assertAlive();
     const L = this.checkLayer(layer, kv ? 'valueScales' : 'keyScales');
     if (!this.scales) bad('INVALID_ARGUMENT', `kvCache.${kv ? 'valueScales' : 'keyScales'}: only int8 and float8e4m3fn caches have scales (this one is ${this.dtype})`);
-    return new Tensor(this.ek, dtypeInfo('float32'), [this.batch, this.kvHeads, this.rows], this.scalePtr(L, kv));
+    const i = 2 * L + kv;
+    let t = this.scaleViews[i];
+    if (t === null || t.disposed) {
+      // a view like keys() / values(): frees nothing when disposed, disposed with the cache
+      t = new Tensor(this.ek, dtypeInfo('float32'), [this.batch, this.kvHeads, this.rows], this.scalePtr(L, kv));
+      this.scaleViews[i] = t;
+    }
+    return t;
   }
 
   private view(layer: number, kv: 0 | 1): Tensor {
@@ -561,7 +619,12 @@ export class KVCache {
     if (t.dtype !== 'float32' && !(kvRows && t.dtype === this.dtype && !SCALED(this.dtype))) {
       bad('INVALID_DTYPE', `kvCache ${what}: expected dtype float32${kvRows && this.dtype !== 'float32' && !SCALED(this.dtype) ? ` or ${this.dtype} (the cache's)` : ''}, got ${t.dtype}`);
     }
-    if (overlaps(t, this.storage) && what !== 'q') bad('ALIASING', `kvCache ${what}: overlaps the cache storage`);
+    if (what !== 'q' && this.overlapsCache(t)) bad('ALIASING', `kvCache ${what}: overlaps the cache storage${this.scales ? ' or its scales' : ''}`);
+  }
+
+  /** Whether t overlaps what append / attend write: the storage and, for int8 / fp8 caches, the scales. */
+  private overlapsCache(t: Tensor): boolean {
+    return overlaps(t, this.storage) || (this.scales !== null && overlaps(t, this.scales));
   }
 
   private readCounts(opts: AppendOptions, packed: boolean, S: number): Int32Array {
@@ -580,8 +643,9 @@ export class KVCache {
     }
     let sum = 0;
     for (let b = 0; b < B; b++) {
-      const c = Number(l[b]);
-      if (!Number.isInteger(c) || c < 0 || (!packed && c > S)) bad('INVALID_VALUE', `kvCache.append lengths[${b}]: expected an integer in [0, ${packed ? 'T' : S}], got ${show(l[b])}`);
+      // numbers only, as reset(seq): null, booleans, strings or [1] are not counts
+      const c = l[b];
+      if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0 || (!packed && c > S)) bad('INVALID_VALUE', `kvCache.append lengths[${b}]: expected an integer in [0, ${packed ? 'T' : S}], got ${show(c)}`);
       out[b] = c;
       sum += c;
     }
@@ -595,7 +659,27 @@ export class KVCache {
   }
 }
 
-function isOne(v: number | bigint | boolean, b: number, j: number): boolean {
+/** Bit patterns of 1.0 and of the zeros of the float dtypes whose data holds bit patterns (a mask compares values). */
+const ONE_AND_ZEROS: Record<string, readonly number[]> = {
+  float16: [0x3c00, 0, 0x8000], bfloat16: [0x3f80, 0, 0x8000],
+  float8e4m3fn: [0x38, 0, 0x80], float8e4m3fnuz: [0x40, 0], float8e5m2: [0x3c, 0, 0x80], float8e5m2fnuz: [0x40, 0],
+};
+
+/** Mask dtypes: one value per data element (no strings, complex or packed sub-byte types), and a zero to express. */
+function checkMaskDtype(info: DTypeInfo, what: string): void {
+  if (info.kind === 'string' || info.kind === 'complex' || info.bits < 8 || (info.bitPattern && !ONE_AND_ZEROS[info.name])) {
+    bad('INVALID_DTYPE', `${what}: expected bool, an integer or a float dtype of 8 bits or more with a zero, got ${info.name}`);
+  }
+}
+
+/** Whether mask element [b][j] is a one (false for a zero); anything else is INVALID_VALUE. */
+function maskValue(v: unknown, info: DTypeInfo | null, b: number, j: number): boolean {
+  if (info?.bitPattern) {
+    const p = ONE_AND_ZEROS[info.name]; // [1.0, ...zeros]
+    if (v === p[0]) return true;
+    if (p.indexOf(v as number, 1) > 0) return false;
+    return bad('INVALID_VALUE', `kvCache.setLengthsFromMask mask[${b}][${j}]: expected 0 or 1, got the ${info.name} bit pattern 0x${(v as number).toString(16)}`);
+  }
   if (v === 1 || v === true || v === 1n) return true;
   if (v === 0 || v === false || v === 0n) return false;
   return bad('INVALID_VALUE', `kvCache.setLengthsFromMask mask[${b}][${j}]: expected 0 or 1, got ${show(v)}`);

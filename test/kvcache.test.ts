@@ -753,3 +753,179 @@ describe('bookkeeping rules', () => {
     }
   }, 120_000);
 });
+
+describe('KVCache API audit', () => {
+  it('keyScales / valueScales views are disposed with the cache, like keys() / values()', () => {
+    for (const dtype of ['int8', 'float8e4m3fn']) {
+      const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype });
+      const ks = c.keyScales(1), vs = c.valueScales(1), kv = c.keys(1);
+      expect(c.keyScales(1)).toBe(ks);
+      expect(ks.shape).toEqual([1, 1, 4]);
+      const mid = ek.stats();
+      ks.dispose(); // a view: frees nothing, and a new view replaces it
+      expect(ek.stats()).toEqual(mid);
+      const ks2 = c.keyScales(1);
+      expect(ks2.disposed).toBe(false);
+      expect(ks2.byteOffset).toBe(ks.byteOffset);
+      c.dispose();
+      for (const t of [ks2, vs, kv]) {
+        expect(t.disposed).toBe(true);
+        expectKernelError(() => t.data, 'DISPOSED');
+      }
+      expectKernelError(() => c.keyScales(0), 'DISPOSED');
+    }
+  });
+
+  it('append k / v and attend out overlapping the scales of an int8 / fp8 cache are ALIASING, nothing written', () => {
+    for (const dtype of ['int8', 'float8e4m3fn']) {
+      // batch 2, headDim 4, capacity 4: a scales view [2, 1, 4] has the shape of packed [T=2, H=1, D=4] rows
+      const c = ek.kvCache({ layers: 1, batch: 2, kvHeads: 1, headDim: 4, capacity: 4, dtype });
+      const k = ek.tensor('float32', [2, 1, 1, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
+      const packed = ek.tensor('float32', [2, 1, 4], [1, 0, 0, 0, 1, 0, 0, 0]);
+      try {
+        c.append(0, k, k); c.advance();
+        c.append(0, k, k);
+        const snap = memorySnapshot(ek);
+        for (const s of [c.keyScales(0), c.valueScales(0)]) {
+          expectKernelError(() => c.attend(0, packed, { out: s }), 'ALIASING', /out: overlaps the cache storage or its scales/);
+        }
+        expect(Buffer.compare(memorySnapshot(ek), snap), 'memory unchanged').toBe(0);
+        c.advance();
+        const snap2 = memorySnapshot(ek);
+        for (const s of [c.keyScales(0), c.valueScales(0)]) {
+          expectKernelError(() => c.append(0, s, packed, { lengths: [1, 1] }), 'ALIASING', /k: overlaps the cache storage or its scales/);
+          expectKernelError(() => c.append(0, packed, s, { lengths: [1, 1] }), 'ALIASING', /v: overlaps/);
+        }
+        expect(Buffer.compare(memorySnapshot(ek), snap2), 'memory unchanged').toBe(0);
+        expect([...c.lengths]).toEqual([2, 2]);
+        expect(c.stepInProgress).toBe(false);
+        c.append(0, packed, packed, { lengths: [1, 1] }); // the same rows from a tensor of their own are fine
+        expect([...c.advance()]).toEqual([3, 3]);
+      } finally {
+        c.dispose(); k.dispose(); packed.dispose();
+      }
+    }
+  });
+
+  it('attend frees the output it allocated when it throws (OUT_OF_MEMORY getting the scratch)', async () => {
+    const small = await init({ initialMemory: 1 << 21, maximumMemory: 1 << 22 });
+    try {
+      // 3.2 MB of storage fits; the builtin kernel's scratch for 8 query heads over 100,000 rows (3.2 MB) does not
+      const c = small.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 100_000, queryHeads: 8 });
+      const k = small.tensor('float32', [1, 1, 1, 4]);
+      c.append(0, k, k);
+      const q = small.tensor('float32', [1, 8, 1, 4]);
+      const before = small.stats();
+      expectKernelError(() => c.attend(0, q, { impl: 'builtin' }), 'OUT_OF_MEMORY');
+      expect(small.stats().tensorsLive).toBe(before.tensorsLive);
+      expect(small.stats().bytesInUse).toBe(before.bytesInUse);
+      expect(c.stepInProgress).toBe(true); // the step is untouched: advance() still commits it
+      expect([...c.advance()]).toEqual([1]);
+    } finally {
+      small.dispose();
+    }
+  });
+
+  it('setLengthsFromMask: malformed masks are KernelErrors (never TypeErrors), plain forms as ek.run reads them, half-precision masks by value', () => {
+    const c = ek.kvCache({ layers: 1, batch: 2, kvHeads: 1, headDim: 4, capacity: 4 });
+    const data = [1, 1, 0, 1, 0, 0];
+    try {
+      c.setLengthsFromMask({ shape: [2, 2], data: [1, 0, 1, 1] });
+      const bad: [unknown, string, RegExp?][] = [
+        [{ shape: [2, 3], data: null }, 'INVALID_ARGUMENT', /mask\.data: expected an array/],
+        [{ shape: [2, 3], data: undefined }, 'INVALID_ARGUMENT', /mask\.data/],
+        [{ shape: [2, 3], data: 7 }, 'INVALID_ARGUMENT', /mask\.data/],
+        [{ dtype: 'int32', shape: [2, 3], data: null }, 'INVALID_ARGUMENT', /mask\.data/],
+        [{ shape: [2, '3'], data }, 'INVALID_SHAPE', /mask\.shape/],
+        [{ shape: [2, 1.5], data }, 'INVALID_SHAPE', /mask\.shape/],
+        [{ shape: '2,3', data }, 'INVALID_SHAPE', /mask\.shape/],
+        [{ data }, 'INVALID_SHAPE', /mask\.shape/],
+        [{ shape: [2, 3], data: [1, 1, 0, 1, 0, null] }, 'INVALID_VALUE', /mask\[1\]\[2\]: expected 0 or 1, got null/],
+        [{ dtype: 'float16', shape: [2, 3], data: [1, 1, 0, 1, 0, 0] }, 'INVALID_VALUE', /float16 bit pattern 0x1/], // bits 1: 6e-8, not 1.0
+        [{ dtype: 'bfloat16', shape: [2, 3], data: [0x4000, 0, 0, 0, 0, 0] }, 'INVALID_VALUE', /bfloat16 bit pattern 0x4000/],
+        [{ dtype: 'int4', shape: [2, 3], data: [0x11, 0x10, 0] }, 'INVALID_DTYPE', /int4/],
+        [{ dtype: 'string', shape: [2, 3], data: ['1', '1', '0', '1', '0', '0'] }, 'INVALID_DTYPE'],
+        [{ dtype: 'nope', shape: [2, 3], data }, 'INVALID_DTYPE'],
+        [null, 'INVALID_ARGUMENT'],
+        [5, 'INVALID_ARGUMENT'],
+      ];
+      for (const [m, code, re] of bad) {
+        expectKernelError(() => c.setLengthsFromMask(m as never), code, re);
+        expect([...c.lengths], JSON.stringify(m)).toEqual([1, 2]);
+      }
+      // package tensors of every width, plain { dtype, shape, data } and ONNX Runtime { type, dims, data }
+      const f16 = ek.tensor('float16', [2, 3], [0x3c00, 0x3c00, 0, 0x3c00, 0x8000, 0]); // 1.0, 1.0, 0 | 1.0, −0, 0
+      const bf16 = ek.tensor('bfloat16', [2, 3], [0x3f80, 0x3f80, 0, 0x3f80, 0, 0]);
+      const f32 = ek.tensor('float32', [2, 3], [1, 1, -0, 1, 0, 0]);
+      const e4m3 = ek.tensor('float8e4m3fn', [2, 3], [0x38, 0x38, 0, 0x38, 0x80, 0]);
+      try {
+        for (const m of [f16, bf16, f32, e4m3,
+          { dtype: 'float16', shape: [2, 3], data: new Uint16Array([0x3c00, 0x3c00, 0, 0x3c00, 0, 0]) },
+          { type: 'int64', dims: [2, 3], data: BigInt64Array.from(data, BigInt) },
+          { type: 'bool', dims: [2, 3], data: [true, true, false, true, false, false] },
+          { dtype: 7, shape: [2, 3], data }, // ONNX TensorProto code of int64
+          { shape: [2n, 3n], data }, // bigint dims, as ek.tensor takes them
+        ]) {
+          c.reset();
+          expect([...c.setLengthsFromMask(m as never)], 'dtype' in m ? String(m.dtype) : JSON.stringify(m, (_, v) => (typeof v === 'bigint' ? `${v}n` : v))).toEqual([2, 1]);
+        }
+        f16.dispose();
+        expectKernelError(() => c.setLengthsFromMask(f16), 'DISPOSED');
+      } finally {
+        bf16.dispose(); f32.dispose(); e4m3.dispose();
+      }
+    } finally {
+      c.dispose();
+    }
+  });
+
+  it('append lengths: every entry a non-negative integer number (as reset(seq)); anything else is INVALID_VALUE with nothing written', () => {
+    const c = ek.kvCache({ layers: 1, batch: 2, kvHeads: 1, headDim: 4, capacity: 4 });
+    const k = ek.tensor('float32', [2, 1, 1, 4], new Float32Array(8).fill(5));
+    try {
+      const snap = memorySnapshot(ek);
+      for (const first of [null, false, true, '', '1', [1], 1n, undefined, 1.5, -1, NaN, 2]) {
+        expectKernelError(() => c.append(0, k, k, { lengths: [first as number, 1] }), 'INVALID_VALUE', /lengths\[0\]: expected an integer in \[0, 1\]/);
+      }
+      expect(Buffer.compare(memorySnapshot(ek), snap), 'memory unchanged').toBe(0);
+      expect(c.stepInProgress).toBe(false);
+      c.append(0, k, k, { lengths: Int32Array.of(0, 1) });
+      expect([...c.advance()]).toEqual([0, 1]);
+    } finally {
+      c.dispose(); k.dispose();
+    }
+  });
+
+  it('after dispose(): state and addresses throw DISPOSED (byteOffset, stepInProgress, lengths), configuration stays readable (bytes, dtype, …)', () => {
+    const c = ek.kvCache({ layers: 1, batch: 2, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'int8' });
+    const bytes = c.bytes;
+    expect(typeof c.byteOffset).toBe('number');
+    expect(c.stepInProgress).toBe(false);
+    c.dispose();
+    expectKernelError(() => c.byteOffset, 'DISPOSED');
+    expectKernelError(() => c.stepInProgress, 'DISPOSED');
+    expectKernelError(() => c.lengths, 'DISPOSED');
+    expect(c.bytes).toBe(bytes);
+    expect([c.dtype, c.layers, c.batch, c.capacity, c.disposed]).toEqual(['int8', 1, 2, 4, true]);
+  });
+
+  it('no step in progress: advance() is a no-op returning the lengths; attend() takes q\'s S rows as each sequence\'s last S positions', () => {
+    const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
+    const q = ek.tensor('float32', [1, 1, 1, 4], [1, 1, 1, 1]);
+    const k = ek.tensor('float32', [1, 1, 2, 4], [1, 0, 0, 0, 0, 0, 0, 9]);
+    try {
+      expect([...c.advance()]).toEqual([0]);
+      expect(c.stepInProgress).toBe(false);
+      expect([...(c.attend(0, q).data as Float32Array)]).toEqual([0, 0, 0, 0]); // nothing cached: no position to see
+      c.append(0, k, k); c.append(1, k, k);
+      const q2 = ek.tensor('float32', [1, 1, 2, 4], [0, 0, 0, 0, 1, 1, 1, 1]);
+      const inStep = [...(c.attend(0, q2).data as Float32Array)].slice(4); // the step's second token, position 1
+      q2.dispose();
+      expect([...c.advance()]).toEqual([2]);
+      expect([...c.advance()]).toEqual([2]);
+      close(c.attend(0, q).data as Float32Array, inStep, 'last position after advance');
+    } finally {
+      c.dispose(); q.dispose(); k.dispose();
+    }
+  });
+});
