@@ -13,14 +13,41 @@
 // bytes per token, 2-2.3x the tokens/s on a stories15M-sized model; the logits move by the
 // quantization error, so the text is runq.c's, not run.c's).
 import { readFileSync } from 'node:fs';
-import { init, Llama, Sampler, Tokenizer, generate, tinyModel } from '../dist/index.js';
+import { resolve } from 'node:path';
+import { init, KernelError, Llama, Sampler, Tokenizer, generate, tinyModel } from '../dist/index.js';
+
+/** Exits with one line on stderr (2: bad usage, 1: a file or model that cannot be used). */
+function die(msg, code = 1) {
+  console.error(`demo: ${msg}`);
+  process.exit(code);
+}
+// `npm run demo` runs in the package root; relative paths mean the directory it was typed in
+const here = process.env.INIT_CWD || process.cwd();
+const readBytes = (path, what) => {
+  try {
+    return new Uint8Array(readFileSync(resolve(here, path)));
+  } catch (e) {
+    return die(`${what} ${path}: ${e.code === 'ENOENT' ? 'no such file' : e.code === 'EISDIR' ? 'is a directory' : e.message}`);
+  }
+};
+// `demo | head` closes stdout early: stop quietly, as run.c does on SIGPIPE
+process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : die(e.message)));
+
+/** run.c reads -s with atoi into an unsigned long long: int32 wrap, then 64-bit unsigned; 0 means time(NULL). */
+function runcSeed(v) {
+  if (!/^\s*[+-]?\d+\s*$/.test(v)) die(`--seed expects an integer, got ${v}`, 2);
+  let n = BigInt(v.trim());
+  const LONG = 2n ** 63n;
+  n = n >= LONG ? LONG - 1n : n < -LONG ? -LONG : n; // strtol saturates
+  return BigInt.asUintN(64, BigInt.asIntN(32, n));
+}
 
 function parseArgs(argv) {
   const opts = { steps: 256, temperature: 1.0, topp: 0.9, prompt: '', seed: undefined, model: undefined, tokenizer: undefined, cache: 'float32', quantize: undefined };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
-    const m = /^--([a-z]+)(?:=(.*))?$/.exec(a);
-    if (!m || !(m[1] in opts)) {
+    const m = /^--([a-z]+)(?:=(.*))?$/s.exec(a);
+    if (!m || !Object.hasOwn(opts, m[1])) {
       if (a === '--help' || a === '-h') { console.log(readFileSync(new URL(import.meta.url), 'utf8').split('\n')[0].slice(3)); process.exit(0); }
       console.error(`demo: unknown argument ${a} (flags: --model --tokenizer --prompt --steps --temperature --topp --seed --cache --quantize)`);
       process.exit(2);
@@ -33,7 +60,12 @@ function parseArgs(argv) {
     opts[k] = Number(opts[k]);
     if (!Number.isFinite(opts[k])) { console.error(`demo: --${k} expects a number`); process.exit(2); }
   }
-  if (opts.seed !== undefined) opts.seed = BigInt(opts.seed);
+  if (!Number.isInteger(opts.steps)) die(`--steps expects an integer, got ${opts.steps}`, 2);
+  // run.c's corrections of out-of-range values, so the same flags give the same text
+  if (opts.temperature < 0) opts.temperature = 0;
+  if (opts.topp < 0 || opts.topp > 1) opts.topp = 0.9;
+  if (opts.steps < 0) opts.steps = 0; // then 0 → seq_len, as run.c
+  if (opts.seed !== undefined) opts.seed = runcSeed(opts.seed);
   if (opts.quantize !== undefined && opts.quantize !== 'q8') { console.error('demo: --quantize expects q8'); process.exit(2); }
   return opts;
 }
@@ -41,23 +73,32 @@ function parseArgs(argv) {
 const o = parseArgs(process.argv.slice(2));
 let modelBytes, tokBytes, label;
 if (o.model) {
-  modelBytes = new Uint8Array(readFileSync(o.model));
-  tokBytes = new Uint8Array(readFileSync(o.tokenizer ?? new URL('tokenizer.bin', new URL(`file://${process.cwd()}/`))));
+  modelBytes = readBytes(o.model, '--model');
+  tokBytes = readBytes(o.tokenizer ?? 'tokenizer.bin', '--tokenizer');
   label = o.model;
 } else {
   const tiny = tinyModel(1);
   modelBytes = tiny.model;
-  tokBytes = o.tokenizer ? new Uint8Array(readFileSync(o.tokenizer)) : tiny.tokenizer;
+  tokBytes = o.tokenizer ? readBytes(o.tokenizer, '--tokenizer') : tiny.tokenizer;
   label = 'embedded tiny model (random weights — the text is noise)';
 }
 
+// a checkpoint, tokenizer or option the package rejects is one line, not a stack trace
+const orDie = (f) => {
+  try {
+    return f();
+  } catch (e) {
+    if (e instanceof KernelError) die(e.message);
+    throw e;
+  }
+};
 const ek = await init();
-const model = new Llama(ek, modelBytes, { cacheDtype: o.cache, quantize: o.quantize });
+const model = orDie(() => new Llama(ek, modelBytes, { cacheDtype: o.cache, quantize: o.quantize }));
 const c = model.config;
-const tokenizer = Tokenizer.parse(tokBytes, c.vocabSize);
-// run.c: seed <= 0 means time(NULL).
-const seed = o.seed !== undefined && o.seed > 0n ? o.seed : BigInt(Math.floor(Date.now() / 1000));
-const sampler = new Sampler(c.vocabSize, { temperature: o.temperature, topp: o.topp, seed });
+const tokenizer = orDie(() => Tokenizer.parse(tokBytes, c.vocabSize));
+// run.c: rng_seed is unsigned, so only 0 (the default) means time(NULL)
+const seed = o.seed !== undefined && o.seed !== 0n ? o.seed : BigInt(Math.floor(Date.now() / 1000));
+const sampler = orDie(() => new Sampler(c.vocabSize, { temperature: o.temperature, topp: o.topp, seed }));
 
 console.error(`model: ${label}`);
 console.error(`  dim ${c.dim}, hidden ${c.hiddenDim}, layers ${c.nLayers}, heads ${c.nHeads}/${c.nKvHeads} kv, vocab ${c.vocabSize}, seq_len ${c.seqLen}; build ${ek.stats().build}`);
@@ -66,19 +107,24 @@ console.error(`  temperature ${o.temperature}, topp ${o.topp}, seed ${seed}, ste
 
 const cacheOffset = model.cache.byteOffset;
 const memBefore = ek.stats().memoryBytes;
-let moved = 0;
-const res = generate(model, tokenizer, sampler, {
+let moved = 0, inUse = -1;
+const res = orDie(() => generate(model, tokenizer, sampler, {
   prompt: o.prompt,
   steps: o.steps,
   onPiece: (bytes) => process.stdout.write(bytes),
   onStep: () => {
-    if (model.cache.byteOffset !== cacheOffset || ek.memory.buffer.byteLength !== memBefore) moved++;
+    // no step allocates: the memory, the cache's place and the bytes of live tensors stay
+    // (from the first step on, once the step's buffers exist)
+    const now = ek.stats().bytesInUse;
+    if (model.cache.byteOffset !== cacheOffset || ek.memory.buffer.byteLength !== memBefore || (inUse >= 0 && now !== inUse)) moved++;
+    inUse = now;
   },
-});
+}));
 process.stdout.write('\n');
 const memAfter = ek.stats().memoryBytes;
 
-console.error(`achieved tok/s: ${res.tokensPerSecond.toFixed(1)} (${res.steps} positions, ${res.promptTokens.length} prompt tokens)`);
+// run.c reports the speed only when more than one position ran (its timer starts after the first)
+if (res.steps > 1) console.error(`achieved tok/s: ${res.tokensPerSecond.toFixed(1)} (${res.steps} positions, ${res.promptTokens.length} prompt tokens)`);
 console.error(`KV cache: ${model.cache.bytes} bytes (${c.nLayers} layers × K,V × ${model.cache.kvHeads} heads × ${model.cache.capacity} × ${model.cache.headDim} ${model.cache.dtype}${model.cache.dtype === 'int8' || model.cache.dtype === 'float8e4m3fn' ? ', plus one float32 scale per row' : ''}) at byte offset ${cacheOffset}`);
 const ok = moved === 0 && model.cache.byteOffset === cacheOffset && memAfter === memBefore;
 console.error(`cache check: ${ok ? 'OK' : 'FAILED'} — byteOffset ${cacheOffset} → ${model.cache.byteOffset}, memory ${memBefore} → ${memAfter} bytes over ${res.steps} steps`);

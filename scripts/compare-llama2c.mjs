@@ -47,7 +47,7 @@ function parseArgs(argv) {
       case 'run': case 'model': case 'tokenizer': case 'cache': o[m[1]] = v; break;
       case 'prompt': o.prompts.push(v); break;
       case 'steps': o.steps = v.split(',').map(Number); if (o.steps.some((s) => !Number.isInteger(s) || s < 0)) usage('--steps expects integers >= 0, comma-separated'); break;
-      case 'top': o.top = Number(v); break;
+      case 'top': o.top = Number(v); if (!Number.isInteger(o.top) || o.top < 1) usage(`--top expects a positive integer, got ${v}`); break;
       default: usage(`unknown flag ${a}`);
     }
   }

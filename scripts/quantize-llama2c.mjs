@@ -31,10 +31,11 @@ const { quantizeCheckpoint, parseQ8Checkpoint } = await import(new URL('../dist/
 let out;
 try {
   out = quantizeCheckpoint(new Uint8Array(readFileSync(files[0])), { groupSize });
+  writeFileSync(files[1], out);
 } catch (e) {
+  // an option the checkpoint cannot take (a group size larger than its dims) is bad usage: 2
   console.error(`quantize-llama2c: ${e.message}`);
-  process.exit(1);
+  process.exit(e.code === 'INVALID_ARGUMENT' ? 2 : 1);
 }
-writeFileSync(files[1], out);
 const { config, layout } = parseQ8Checkpoint(out);
 console.error(`wrote ${files[1]}: ${out.byteLength} bytes (dim ${config.dim}, hidden ${config.hiddenDim}, layers ${config.nLayers}, vocab ${config.vocabSize}, group size ${layout.groupSize})`);

@@ -450,6 +450,19 @@ describe('sampler', () => {
       expect(pkg.sampleTopp(p, Math.fround(0.9), coin)).toBe(ref.refTopp(p, Math.fround(0.9), coin));
     }), { seed: 5, numRuns: 200 });
   });
+  it('probabilities that are not numbers (NaN / Inf logits) are a KernelError, not an undefined token', () => {
+    expect(() => pkg.sampleTopp([NaN, NaN, NaN], Math.fround(0.9), 0.5)).toThrow(/not finite/);
+  });
+});
+
+describe('tokenizer without byte-fallback tokens', () => {
+  it('a character the vocabulary cannot encode is a KernelError naming it (it was dropped silently)', () => {
+    const vocab = ['<unk>', '\n<s>\n', '\n</s>\n', ' ', 'a', 'b', 'c', 'ab'];
+    const tok = pkg.Tokenizer.parse(ref.makeTokenizer(vocab, vocab.map(() => 0)), vocab.length);
+    expect(tok.encode('abc')).toEqual([1, 3, 7, 6]);
+    expect(() => tok.encode('abx')).toThrow(/"x" is not in the vocabulary, which has no byte-fallback tokens/);
+    expect(() => tok.encode('a😀b')).toThrow(/😀/);
+  });
 });
 
 describe('Llama forward and generation', () => {
@@ -564,5 +577,38 @@ describe('npm run demo (examples/demo.mjs)', () => {
     expect(q.stderr).toMatch(/weights: Q8_0 \(int8, groups of 16, runq\.c's arithmetic\), quantized at load/);
     expect(q.stderr).toMatch(/cache check: OK/);
     expect(run(['--quantize', 'q4']).status).toBe(2);
+  });
+
+  it('bad flags and files are one line on stderr, never a stack trace; out-of-range values are corrected as run.c does', () => {
+    const demo = fileURLToPath(new URL('../examples/demo.mjs', import.meta.url));
+    const run = (args: string[]) => spawnSync(process.execPath, [demo, ...args], { encoding: 'utf8', timeout: 60_000 });
+    const dir = mkdtempSync(join(tmpdir(), 'ek-demo-'));
+    const bad = join(dir, 'bad.bin');
+    writeFileSync(bad, new Uint8Array(28).fill(0xff)); // a header of −1s
+    for (const [args, code, pattern] of [
+      [['--model', join(dir, 'missing.bin')], 1, /^demo: --model .*missing\.bin: no such file$/],
+      [['--model', bad, '--tokenizer', bad], 1, /^demo: INVALID_VALUE: llama2\.c checkpoint: header/],
+      [['--tokenizer', dir], 1, /^demo: --tokenizer .*: is a directory$/],
+      [['--seed', 'abc'], 2, /^demo: --seed expects an integer/],
+      [['--steps', '1.5'], 2, /^demo: --steps expects an integer/],
+      [['--cache', 'foo'], 1, /^demo: INVALID_DTYPE: kvCache dtype/],
+      [['--constructor', '1'], 2, /^demo: unknown argument --constructor/],
+    ] as const) {
+      const r = run([...args]);
+      expect(r.status, `${args.join(' ')}: ${r.stderr}`).toBe(code);
+      const lines = r.stderr.trim().split('\n');
+      expect(lines[lines.length - 1], args.join(' ')).toMatch(pattern);
+      expect(r.stderr, args.join(' ')).not.toMatch(/\n\s+at /); // no stack
+    }
+    // run.c: a negative temperature is 0 (greedy), topp outside [0, 1] is 0.9, steps < 0 is 0 (→ seq_len)
+    const greedy = run(['--steps', '12', '--temperature', '0']);
+    expect(run(['--steps', '12', '--temperature', '-1']).stdout).toBe(greedy.stdout);
+    expect(run(['--steps', '12', '--seed', '5', '--topp', '2']).stdout).toBe(run(['--steps', '12', '--seed', '5', '--topp', '0.9']).stdout);
+    // run.c's seed: atoi into an unsigned long long (−5 is 2^64 − 5, 3000000000 wraps through int)
+    expect(run(['--steps', '1', '--seed', '-5']).stderr).toMatch(/seed 18446744073709551611,/);
+    expect(run(['--steps', '1', '--seed', '3000000000']).stderr).toMatch(/seed 18446744072414584320,/);
+    // a prompt flag may hold a newline
+    expect(run(['--steps', '8', '--prompt=a\nb']).status).toBe(0);
+    rmSync(dir, { recursive: true, force: true });
   });
 });

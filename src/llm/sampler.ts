@@ -86,6 +86,11 @@ export function sampleTopp(probs: ArrayLike<number>, topp: number, coin: number)
   const idx: number[] = [];
   for (let i = 0; i < n; i++) if (probs[i] >= cutoff) idx.push(i);
   idx.sort((a, b) => probs[b] - probs[a]);
+  // no probability reaches the cutoff only when they are not numbers (NaN / Inf logits, or a
+  // temperature so small that logits / temperature overflow): run.c indexes past its array
+  if (idx.length === 0) {
+    throw new KernelError('INVALID_VALUE', 'sampler: the probabilities are not finite (NaN or infinite logits, or a temperature so small that logits / temperature overflow float32)');
+  }
   let cum = 0;
   let last = idx.length - 1;
   for (let i = 0; i < idx.length; i++) {

@@ -12,7 +12,7 @@
  * decode: the piece of a token; after BOS a leading space is dropped; pieces "<0xXX>" are
  * the raw byte XX. `printable` is run.c's safe_printf filter.
  */
-import { KernelError } from '../errors.js';
+import { KernelError, show } from '../errors.js';
 
 export const BOS = 1;
 export const EOS = 2;
@@ -112,7 +112,16 @@ export class Tokenizer {
       if ((next & 0xc0) === 0x80 && buf.length < 4) continue;
       const id = this.lookup(String.fromCharCode(...buf));
       if (id !== -1) tokens.push(id);
-      else for (const b of buf) tokens.push(b + 3);
+      else {
+        // byte fallback: <0xXX> is token byte + 3; a vocabulary without those tokens cannot
+        // encode this character (run.c reads past its vocabulary here)
+        for (const b of buf) {
+          if (b + 3 >= this.vocab.length) {
+            throw new KernelError('INVALID_VALUE', `tokenizer encode: ${show(new TextDecoder().decode(Uint8Array.from(buf)))} is not in the vocabulary, which has no byte-fallback tokens (<0x00>..<0xFF> at ids 3..258; this one has ${this.vocab.length} tokens)`);
+          }
+          tokens.push(b + 3);
+        }
+      }
       buf = [];
     }
     const keys = tokens.map((id) => key(this.vocab[id] ?? new Uint8Array(0)));
