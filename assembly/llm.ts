@@ -217,7 +217,8 @@ function maxOf(x: usize, n: usize): f32 {
       m = f32x4.extract_lane(c, 0);
     }
   }
-  for (; i < n; i++) { const v = ld(x, i); if (v > m) m = v; }
+  // a NaN is kept, as f32x4.max keeps it above: NaN scores give a NaN row in both builds
+  for (; i < n; i++) { const v = ld(x, i); if (v > m || v != v) m = v; }
   return m;
 }
 
@@ -253,11 +254,28 @@ export function softmaxF32(x: usize, n: i32): void {
   for (; i < nn; i++) st(x, i, ld(x, i) / s);
 }
 
-/** Index of the first largest element of x [n] (llama2.c's sample_argmax); 0 for n = 0. */
+/**
+ * llama2.c's sample_argmax, NaN included: max_p = x[0], then the first x[i] > max_p. A NaN
+ * is never larger, so NaN elements are skipped, and a NaN x[0] is never beaten (index 0).
+ * 0 for n = 0.
+ */
 export function argmaxF32(x: usize, n: i32): i32 {
   const nn = <usize>n;
-  const m = maxOf(x, nn);
-  for (let i: usize = 0; i < nn; i++) if (ld(x, i) == m) return <i32>i;
+  if (nn == 0) return 0;
+  let m = ld(x, 0);
+  if (m != m) return 0;
+  let i: usize = 1;
+  if (ASC_FEATURE_SIMD && nn >= 5) {
+    // pmax(a, b) = a < b ? b : a keeps a when b is NaN
+    let a = f32x4.splat(m);
+    for (; i + 4 <= nn; i += 4) a = f32x4.pmax(a, v128.load(x + (i << 2)));
+    a = f32x4.pmax(a, i32x4.shuffle(a, a, 2, 3, 0, 1));
+    a = f32x4.pmax(a, i32x4.shuffle(a, a, 1, 0, 3, 2));
+    m = f32x4.extract_lane(a, 0);
+  }
+  for (; i < nn; i++) { const v = ld(x, i); if (v > m) m = v; }
+  // the first element equal to the maximum is the one run.c's strict > settles on
+  for (let j: usize = 0; j < nn; j++) if (ld(x, j) == m) return <i32>j;
   return 0;
 }
 

@@ -47,6 +47,11 @@ import { hsum4i } from './simd';
  * Quantizes x [n] (float32) in groups of gs: codes as int16 at q [n], scales at s [n / gs].
  * Exactly runq.c's quantize(). q and s must not overlap x.
  */
+/** Clamps rounded codes to [−QMAX, QMAX] (a subnormal scale, see quantizeQ8); NaN stays NaN (→ 0 by trunc_sat). */
+@inline function clampQ(v: v128): v128 {
+  return f32x4.pmax(f32x4.pmin(v, f32x4.splat(<f32>QMAX)), f32x4.splat(-<f32>QMAX));
+}
+
 export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void {
   const groups = n / gs;
   for (let g = 0; g < groups; g++) {
@@ -62,13 +67,14 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
       wmax = f32x4.extract_lane(m, 0);
       const scale = wmax / QMAX, sv = f32x4.splat(scale);
       store<f32>(s + (<usize>g << 2), scale);
+      if (scale == 0) { memory.fill(q0, 0, <usize>gs << 1); continue; } // see the scalar loop
       for (k = 0; k + 8 <= gs; k += 8) {
-        const a = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv));
-        const b = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2), 16), sv));
+        const a = clampQ(roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv)));
+        const b = clampQ(roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2), 16), sv)));
         v128.store(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(a), i32x4.trunc_sat_f32x4_s(b)));
       }
       if (k < gs) { // a last 4 (GS = 4, 12, …)
-        const a = roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv));
+        const a = clampQ(roundAwayV(f32x4.div(v128.load(x0 + (<usize>k << 2)), sv)));
         v128.store64_lane(q0 + (<usize>k << 1), i16x8.narrow_i32x4_s(i32x4.trunc_sat_f32x4_s(a), a), 0);
       }
       continue;
@@ -79,10 +85,16 @@ export function quantizeQ8(q: usize, s: usize, x: usize, n: i32, gs: i32): void 
     }
     const scale = wmax / QMAX;
     store<f32>(s + (<usize>g << 2), scale);
+    // A zero scale (a zero group, or a subnormal wmax / 127 that rounds to 0) gives codes 0:
+    // x / 0 is ±Inf or NaN, which runq.c's (int8_t) round(…) turns into 0 on x86 (undefined
+    // in C) and which the zero scale multiplies away anyway.
+    if (scale == 0) { memory.fill(q0, 0, <usize>gs << 1); continue; }
     for (k = 0; k < gs; k++) {
+      // r is an integer in [−127, 127] for normal groups; a subnormal scale (rounded in
+      // wmax / 127) can put x / scale a little past 127, clamped here (undefined in C),
+      // and a NaN x gives NaN → 0 (runq.c on x86)
       const r = roundAway(load<f32>(x0 + (<usize>k << 2)) / scale);
-      // r is an integer in [−127, 127] or NaN (a zero group): NaN → 0
-      store<i16>(q0 + (<usize>k << 1), r == r ? <i16><i32>r : 0);
+      store<i16>(q0 + (<usize>k << 1), r == r ? <i16><i32>min(<f32>QMAX, max(-<f32>QMAX, r)) : 0);
     }
   }
 }

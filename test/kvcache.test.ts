@@ -552,6 +552,29 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
     }), { seed: 11, numRuns: Number(process.env.KV_RUNS) || (dtype === 'float32' ? 16 : 8) });
   });
 
+  it('a NaN query gives a NaN row (every score NaN), the other heads finite, for any key count', () => {
+    // IEEE: every score of head 0 is NaN, so its softmax and output are NaN (the builtin
+    // kernel's max skipped NaN and took the row for one that sees no key: zeros)
+    for (const G of [1, 4]) for (const n of [1, 3, 4, 8, 9]) {
+      const Hkv = 2, D = 8, rnd = lcg(n * 7 + G);
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: 16, dtype, queryHeads: Hkv * G });
+      const k = randomPadded(1, Hkv, n, D, rnd), v = randomPadded(1, Hkv, n, D, rnd);
+      const q = randomPadded(1, Hkv * G, 1, D, rnd);
+      (q.t.data as Float32Array)[0] = NaN;
+      try {
+        c.append(0, k.t, v.t);
+        c.advance();
+        const out = c.attend(0, q.t, { impl, scale: 0.5 });
+        const y = out.data as Float32Array;
+        for (let d = 0; d < D; d++) expect(y[d], `G ${G} n ${n} head 0 [${d}]`).toBeNaN();
+        for (let i = D; i < y.length; i++) expect(Number.isFinite(y[i]), `G ${G} n ${n} [${i}]`).toBe(true);
+        out.dispose();
+      } finally {
+        c.dispose(); k.t.dispose(); v.t.dispose(); q.t.dispose();
+      }
+    }
+  });
+
   it('multi-head decode (G = 1, head size 8) over a wrapped window: every split of the visible rows into two runs', () => {
     // the float32 G = 1 path takes keys four at a time, each by its own cache slot: W = 11
     // puts the wrap at every offset within a group of four as the steps go on

@@ -133,6 +133,22 @@ describe(`Q8_0 kernels: quantizeQ8 and matvecQ8 against runq.c's arithmetic (${b
       expect(got.s).toEqual(want.s.map(Math.fround));
       expect(got.q).toEqual(want.q.map((v) => v + 0)); // (−0 → 0)
     }), { seed: 11, numRuns: 150 });
+  });
+
+  it('quantizeQ8 on subnormal groups: codes stay in [−127, 127], a scale that rounds to 0 gives codes 0 (both builds alike)', () => {
+    const tiny = 2 ** -149;
+    // wmax / 127 rounds in the subnormal range: 190·2^−149 / 127 → 2^−149, so x / scale = 190
+    const a = quantize([190 * tiny, 0, 0, tiny], 4);
+    expect(a.q).toEqual([127, 0, 0, 1]);
+    // 45·2^−149 / 127 rounds to 0: x / 0 is ±Inf / NaN → codes 0 (runq.c on x86)
+    const b = quantize([45 * tiny, 2 * tiny, 0, -2 * tiny], 4);
+    expect(b.s).toEqual([0]);
+    expect(b.q).toEqual([0, 0, 0, 0]);
+    const rnd = lcg(9);
+    for (let t = 0; t < 100; t++) {
+      const x = Array.from({ length: 8 }, () => Math.round((rnd() * 2 - 1) * 400) * tiny);
+      for (const c of quantize(x, 8).q) expect(Math.abs(c)).toBeLessThanOrEqual(127);
+    }
     const withNaN = Array.from({ length: 16 }, (_, i) => (i === 3 ? NaN : i - 8));
     expect(quantize(withNaN, 16)).toEqual({ q: ref.refQuantize(withNaN, 16).q.map((v) => v + 0), s: [Math.fround(8 / 127)] });
   });
@@ -202,6 +218,18 @@ describe(`elementwise kernels (${build})`, () => {
         close((S.data as Float32Array).subarray(0, n), ref.softmax(Float32Array.from(s)), 3e-6, 1e-9, `softmax n=${n}`);
         expect((S.data as Float32Array)[n]).toBe(3);
       });
+    }
+  });
+  it('argmaxF32 with NaN is run.c\'s sample_argmax (max_p = x[0], then the first x[i] > max_p), in both builds', () => {
+    // run.c, written plainly: a NaN is never larger; a NaN x[0] is never beaten
+    const runc = (x: number[]) => { let mi = 0, mp = x[0]; for (let i = 1; i < x.length; i++) if (x[i] > mp) { mi = i; mp = x[i]; } return mi; };
+    const cases = [[1, NaN, 2, 3], [0.1, 0.2, NaN, 0.4, 0.9, 0.3, 0.2, 0.1], [1, 2, 3, 4, NaN], [NaN, 1, 2, 3], [NaN, NaN, NaN, NaN, NaN],
+      [-Infinity, NaN, NaN, NaN, NaN, NaN], [3, NaN, 1, NaN, 2, NaN, 3, NaN, 9, NaN], [-0, 0, NaN, -0, 0]];
+    const rnd = lcg(3);
+    for (let t = 0; t < 200; t++) cases.push(Array.from({ length: 1 + Math.floor(rnd() * 40) }, () => (rnd() < 0.2 ? NaN : Math.fround(rnd() * 8 - 4))));
+    for (const x of cases) {
+      const T = f32(x);
+      withTensors([T], () => expect(kx().argmaxF32(T.byteOffset, x.length), JSON.stringify(x.map(String))).toBe(runc(x)));
     }
   });
   it('argmaxF32 returns the first of tied maxima; softmax of extreme ranges has no NaN', () => {
