@@ -78,6 +78,8 @@ export class Kernels implements TensorOwner, OpContext {
   private live = new Set<Tensor>();
   private tensorBytes = 0;
   private scratchPtr = 0;
+  /** Outputs allocated by prepareOutputs during the current run() (see run). */
+  private allocated: Tensor[] | null = null;
   private scratchSize = 0;
   private alive = true;
   readonly debug: boolean;
@@ -138,6 +140,10 @@ export class Kernels implements TensorOwner, OpContext {
     // (which may grow the memory and detach them, a later input's view included)
     const given = inputs.map((x) => this.detachablePlain(x));
     const temps: Tensor[] = [];
+    // outputs prepareOutputs allocates for this call: freed if the operator throws after
+    // (a scratch request that runs out of memory), since the caller never receives them
+    const outer = this.allocated;
+    const allocated: Tensor[] = (this.allocated = []);
     try {
       const ts = op.inputs.map((slot, i) => {
         const x = given[i];
@@ -164,7 +170,11 @@ export class Kernels implements TensorOwner, OpContext {
       }
       if (this.debug) this.checkGuards(opType);
       return result;
+    } catch (e) {
+      for (const t of allocated) t.dispose();
+      throw e;
     } finally {
+      this.allocated = outer;
       for (const t of temps) t.dispose();
     }
   }
@@ -282,7 +292,11 @@ export class Kernels implements TensorOwner, OpContext {
         const r = requests[i];
         const spec = specs[i];
         if (given[i]) out.push(given[i]);
-        else if (spec !== null && (r === true || (r === undefined && defaults[i]))) out.push(this.alloc(spec.dtype, spec.shape, null));
+        else if (spec !== null && (r === true || (r === undefined && defaults[i]))) {
+          const t = this.alloc(spec.dtype, spec.shape, null);
+          out.push(t);
+          this.allocated?.push(t);
+        }
         else out.push(null);
       }
     } catch (e) {

@@ -97,3 +97,32 @@ describe('infinities, NaN and fully masked rows', () => {
     expect(vals(s)).toEqual([1, Infinity, NaN, NaN]);
   });
 });
+
+describe('addresses above 2 GiB', () => {
+  it('ONNX Attention with a bool mask and past K/V (host-side views into scratch) works when the arena is past 2^31', async () => {
+    // scratch offsets were aligned with (x + 15) & ~15, a negative int32 past 2^31: RangeError
+    const big = await init({ maximumMemory: 2 ** 32 });
+    const small = await init();
+    try {
+      const filler = big.tensor('uint8', [2300 * 2 ** 20]);
+      const r = (n: number) => Float32Array.from({ length: n }, (_, i) => Math.sin(i));
+      const B = 1, H = 2, S = 3, P = 4, D = 8;
+      const make = (ek: Kernels) => [
+        ek.tensor('float32', [B, H, S, D], r(B * H * S * D)), ek.tensor('float32', [B, H, S, D], r(B * H * S * D)),
+        ek.tensor('float32', [B, H, S, D], r(B * H * S * D)),
+        ek.tensor('bool', [S, P + S], Array.from({ length: S * (P + S) }, (_, i) => (i % 3 ? 1 : 0))),
+        ek.tensor('float32', [B, H, P, D], r(B * H * P * D)), ek.tensor('float32', [B, H, P, D], r(B * H * P * D)),
+      ];
+      const xs = make(big);
+      expect(xs[0].byteOffset).toBeGreaterThan(2 ** 31);
+      const [y, pk] = big.run('Attention', xs) as Tensor[];
+      const [y2, pk2] = small.run('Attention', make(small)) as Tensor[];
+      expect(Array.from(y.data as Float32Array)).toEqual(Array.from(y2.data as Float32Array));
+      expect(Array.from(pk.data as Float32Array)).toEqual(Array.from(pk2.data as Float32Array));
+      filler.dispose();
+    } finally {
+      big.dispose();
+      small.dispose();
+    }
+  }, 60_000);
+});

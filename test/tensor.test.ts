@@ -330,3 +330,27 @@ describe('host contract: options and trees', () => {
     expect((carry as unknown[]).length).toBe(2);
   });
 });
+
+describe('host contract: outputs of a call that throws', () => {
+  it('an operator that runs out of memory after allocating its output frees it (Cast, float16 CumSum)', async () => {
+    const k = await init({ maximumMemory: 2 << 20 });
+    const st = k.stats();
+    // leave ~150 KB: Cast int32 → int8 gets its output, then its ~213 KB scratch request fails
+    const filler = k.tensor('uint8', [st.largestFreeBlock + (2 << 20) - st.memoryBytes - 150000]);
+    const x = k.tensor('int32', [1000]);
+    const before = k.stats();
+    for (let i = 0; i < 3; i++) expectKernelError(() => k.run('Cast', [x], { to: 'int8' }), 'OUT_OF_MEMORY');
+    expect(k.stats().tensorsLive).toBe(before.tensorsLive);
+    expect(k.stats().bytesInUse).toBe(before.bytesInUse);
+    x.dispose();
+    filler.dispose();
+    k.dispose();
+    const m = await init({ maximumMemory: 2 << 20 });
+    const h = m.tensor('float16', [1, 300000]);
+    const b2 = m.stats();
+    expectKernelError(() => m.run('CumSum', [h, { dtype: 'int32', shape: [], data: [0] }]), 'OUT_OF_MEMORY');
+    expect(m.stats().tensorsLive).toBe(b2.tensorsLive);
+    expect(m.stats().bytesInUse).toBe(b2.bytesInUse);
+    m.dispose();
+  });
+});

@@ -166,9 +166,9 @@ function dtCode(dtype: string): number {
  * attentionPlanScratch bytes, 16-aligned). All checks are the caller's.
  */
 export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: number): void {
-  const base = (scratch + 15) & ~15;
+  const base = ((scratch + 15) & ~15) >>> 0;
   const seqPtr = base + PARAM_SLOTS * 4;
-  const kscratch = (seqPtr + p.seqs.length * SEQ_SLOTS * 4 + 15) & ~15;
+  const kscratch = ((seqPtr + p.seqs.length * SEQ_SLOTS * 4 + 15) & ~15) >>> 0;
   if (runRowDecode(ctx, p, kscratch)) return;
   const { i32: pi, f32: pf } = memoryViews(ctx.memory);
   const o = base >>> 2; // base is 16-aligned
@@ -348,7 +348,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   const qkElems = wide && job.qkMode != null && qkSpec ? qkSpec.shape.reduce((a, x) => a * x, 1) : 0;
   const wideBytes = wide ? pad16(Q.size * 4) + pad16(kElems * 4) + pad16(vElems * 4) + pad16(yElems * 4) + pad16(qkElems * 4) + 80 : 0;
   const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + wideBytes + kernelBytes + 16;
-  const s0 = (ctx.scratch(total) + 15) & ~15;
+  const s0 = ((ctx.scratch(total) + 15) & ~15) >>> 0;
   const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
   let sp = s0;
   // present / concatenation
@@ -399,7 +399,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   if (wide) {
     // float32 copies (round to nearest even) in scratch; Y / qk rows in float32 there too
     const narrow = (src: number, n: number): number => {
-      const dst = (sp + 15) & ~15;
+      const dst = ((sp + 15) & ~15) >>> 0;
       ctx.exports.f64ToF32(src, dst, n, 0);
       sp = dst + pad16(n * 4);
       return dst;
@@ -407,10 +407,10 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     qPtr = narrow(Q.byteOffset, Q.size);
     kPtr = narrow(kPtr, kElems);
     vPtr = narrow(vPtr, vElems);
-    yPtr = (sp + 15) & ~15;
+    yPtr = ((sp + 15) & ~15) >>> 0;
     sp = yPtr + pad16(yElems * 4);
     if (qkT) {
-      qkPtr = (sp + 15) & ~15;
+      qkPtr = ((sp + 15) & ~15) >>> 0;
       sp = qkPtr + pad16(qkElems * 4);
     }
   }
