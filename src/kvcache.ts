@@ -325,6 +325,8 @@ export class KVCache {
     }
     if (this.pending === null) this.pending = Int32Array.from(counts);
     this.written[L] = 1;
+    // the kernels ran outside ek.run: debug mode's canaries are checked here as run() does
+    if (this.ek.debug) this.ek.checkGuards('kvCache.append');
   }
 
   /**
@@ -421,6 +423,7 @@ export class KVCache {
         hStride, rStride, kvLen, this.window, causal ? 1 : 0, scale, scores,
         this.scales ? this.scalePtr(L, 0) + b * scaleSeq : 0, this.scales ? this.scalePtr(L, 1) + b * scaleSeq : 0);
     }
+    if (this.ek.debug) this.ek.checkGuards('kvCache.attend');
     return out;
   }
 

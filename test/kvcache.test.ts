@@ -952,3 +952,24 @@ describe('KVCache API audit', () => {
     }
   });
 });
+
+describe('debug mode', () => {
+  it('append and the builtin attend check the canaries as run() does (they call kernels directly)', async () => {
+    for (const step of ['append', 'attend'] as const) {
+      const ek = await init({ debug: true });
+      try {
+        const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 8 });
+        const k = ek.tensor('float32', [1, 1, 1, 4], [1, 2, 3, 4]);
+        const q = ek.tensor('float32', [1, 1, 1, 4], [1, 0, 0, 0]);
+        if (step === 'attend') c.append(0, k, k);
+        // a stray write just past a tensor (into its tail padding), as a faulty kernel would make
+        const probe = ek.tensor('float32', [3]);
+        new Uint8Array(ek.memory.buffer)[probe.byteOffset + probe.byteLength + 1] ^= 0xff;
+        if (step === 'append') expectKernelError(() => c.append(0, k, k), 'INTERNAL', /after kvCache\.append/);
+        else expectKernelError(() => c.attend(0, q, { impl: 'builtin' }), 'INTERNAL', /after kvCache\.attend/);
+      } finally {
+        ek.dispose();
+      }
+    }
+  });
+});
