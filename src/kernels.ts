@@ -350,7 +350,11 @@ export class Kernels implements TensorOwner, OpContext {
     if (t.owner !== this) throw new KernelError('INVALID_ARGUMENT', `${what}: the tensor belongs to another instance`);
   }
 
-  private asTensor(x: TensorLike, what: string, temps: Tensor[]): Tensor {
+  /**
+   * @internal — an input as a package tensor: ours (checked alive and owned) or a new one
+   * holding a plain input's data, pushed to `temps` (run(), and scan's leaves).
+   */
+  asTensor(x: TensorLike, what: string, temps: Tensor[]): Tensor {
     if (x instanceof Tensor) {
       this.checkOwn(x, what);
       return x;

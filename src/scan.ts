@@ -18,7 +18,7 @@ import { type DTypeInfo, dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { product } from './ops/checks.js';
-import { type PlainTensor, Tensor, checkShape, toDataArray } from './tensor.js';
+import { type PlainTensor, Tensor, checkShape } from './tensor.js';
 
 /** A tensor, or arrays / plain objects of them (null leaves are allowed and kept). */
 export type Pytree<T = Tensor> = T | null | readonly Pytree<T>[] | { readonly [key: string]: Pytree<T> };
@@ -197,16 +197,9 @@ function checkOwned(ek: Kernels, t: Tensor, what: string): void {
 
 /** A package tensor for a leaf: the tensor itself, or a new one holding a plain tensor's data (pushed to temps). */
 function asTensor(ek: Kernels, v: unknown, what: string, temps: Tensor[]): Tensor {
-  if (v instanceof Tensor) {
-    checkOwned(ek, v, what);
-    return v;
-  }
-  // (a view of the linear memory among the leaves was copied before the first allocation)
-  const p = snapshot(v as PlainTensor, ek.memory.buffer);
-  const info = dtypeInfo(p.dtype ?? p.type, `${what}.dtype`), shape = checkShape(p.shape ?? p.dims, `${what}.shape`);
-  const t = ek.tensor(info.name, shape, toDataArray(info, product(shape), p.data, what));
-  temps.push(t);
-  return t;
+  // as run() converts its inputs (a view of the linear memory among the leaves was copied
+  // before the call's first allocation, see snapshot)
+  return ek.asTensor(v as Tensor | PlainTensor, what, temps);
 }
 
 function clone(ek: Kernels, t: Tensor): Tensor {
