@@ -138,7 +138,7 @@ export default async function (h) {
     const flops = 2 * 2 * Hq * L * D;
     // memcpy of 64 MiB: its GB/s column is the traffic rate (bytes read + written per
     // second), the figure our K+V bytes-read rate is held against
-    const src = new Uint8Array(64 << 20).fill(1), dst = new Uint8Array(64 << 20);
+    const { src, dst } = h.copyBuffers(64 << 20);
     const shapes = [
       { name: 'Q', dtype: 'float32', shape: [1, Hq, 1, D] },
       { name: 'K', dtype: 'float32', shape: [1, Hkv, L, D] },

@@ -49,7 +49,7 @@ export default async function (h) {
     const bytes = 2 * H * D * 4;
     const name = `decode append 1 token, cache (1,8,${C},128) f32`;
     h.emit({ suite: 'TensorScatter', case: name, impl: 'edgekernels', stats: per(await h.time(loop, { minMs: 400 }), K), bytes });
-    const src = new Uint8Array(H * D * 4), dst = new Uint8Array(H * D * 4);
+    const { src, dst } = h.copyBuffers(H * D * 4);
     h.emit({ suite: 'TensorScatter', case: name, impl: 'memcpy', stats: per(await h.time(() => { for (let k = 0; k < K; k++) dst.set(src); }), K), bytes });
     await peers('TensorScatter', name, C, 1, bytes);
     cache.dispose(); step.dispose(); idx.dispose();
@@ -82,7 +82,7 @@ export default async function (h) {
     const name = 'packed update, 8 sequences x 1..8 tokens, cache (8,8,4096,128) f32';
     const stats = per(await h.time(() => { for (let k = 0; k < K; k++) ek.run('TRT_KVCacheUpdate', [cache, upd, idx, lens], { update_form: 'packed_nhd' }); }, { minMs: 400 }), K);
     h.emit({ suite: 'TRT_KVCacheUpdate', case: name, impl: 'edgekernels', stats, bytes: 2 * T * H * D * 4 });
-    const src = new Uint8Array(T * H * D * 4), dst = new Uint8Array(T * H * D * 4);
+    const { src, dst } = h.copyBuffers(T * H * D * 4);
     h.emit({ suite: 'TRT_KVCacheUpdate', case: name, impl: 'memcpy', stats: per(await h.time(() => { for (let k = 0; k < K; k++) dst.set(src); }), K), bytes: 2 * T * H * D * 4 });
     cache.dispose(); upd.dispose(); lens.dispose(); idx.dispose();
   }
