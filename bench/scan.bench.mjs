@@ -45,6 +45,46 @@ export default async function (h) {
     x.dispose(); ax.dispose(); out.dispose();
   }
 
+  // ---- CumSum's other kernels: float64 / int32 (scanF64 / scanI32), int64 (cumsumI64),
+  // float16 / bfloat16 (cumsumHalf), 4M values 1-D and (2048,2048) axis 0 --------------------
+  // The values come from the float32 data through ek's Cast; the peers get the same
+  // elements (a type onnxruntime has no CumSum kernel for is reported and left out).
+  const HOST = { float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array };
+  const ORT_DT = { float64: 'float64', int32: 'int32', int64: 'int64', float16: 'float16' };
+  for (const dt of ['float64', 'int32', 'int64', 'float16', 'bfloat16']) {
+    const n = 1 << 22, bytes = 2 * n * (dt === 'float64' || dt === 'int64' ? 8 : dt === 'int32' ? 4 : 2);
+    const f32 = ek.tensor('float32', [n], dt.startsWith('int') ? data.subarray(0, n).map((v) => Math.round(v * 8)) : data.subarray(0, n));
+    const [src] = ek.run('Cast', [f32], { to: dt });
+    const host = new HOST[dt](src.data);
+    f32.dispose();
+    for (const [shape, axis] of [[[n], 0], [[2048, 2048], 0]]) {
+      const suite = 'CumSum', name = `4M ${dt} ${shape.length === 1 ? '1-D' : '(2048,2048) axis 0'}`;
+      const x = ek.tensor(dt, shape), ax = ek.tensor('int32', [], [axis]), out = ek.tensor(dt, shape);
+      new Uint8Array(x.data.buffer, x.byteOffset, x.byteLength).set(new Uint8Array(src.data.buffer, src.byteOffset, src.byteLength));
+      h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => ek.run('CumSum', [x, ax], {}, { outputs: [out] }), { minMs: 300, maxRuns: 40 }), bytes });
+      h.emit({ suite, case: name, impl: 'memcpy', stats: await h.memcpy(bytes / 2, { minMs: 300, maxRuns: 40 }), bytes });
+      const model = h.onnxModel({
+        op: 'CumSum', opset: 14,
+        inputs: [{ name: 'x', dtype: dt, shape }, { name: 'axis', dtype: 'int32', shape: [] }],
+        outputs: [{ name: 'y', dtype: dt, shape }],
+      });
+      for (const impl of ['web', 'node']) {
+        const peer = h.ort[impl];
+        if (!peer) continue;
+        try {
+          if (!ORT_DT[dt]) throw new Error(`the JS API has no ${dt} tensors`);
+          const run = (await peer.session(model)).prepare({ x: { dtype: ORT_DT[dt], shape, data: host }, axis: { dtype: 'int32', shape: [], data: Int32Array.of(axis) } });
+          await run();
+          h.emit({ suite, case: name, impl: `ort-${impl}`, stats: await h.time(run, { minMs: 300, maxRuns: 10, minRuns: 3 }), bytes });
+        } catch (e) {
+          console.error(`# ort-${impl} CumSum ${dt}: ${String(e.message ?? e).split('\n')[0]}`);
+        }
+      }
+      x.dispose(); ax.dispose(); out.dispose();
+    }
+    src.dispose();
+  }
+
   // ---- fused add scan vs a JS combine function -----------------------------------------
   // Same scan, two sizes: the JS combine runs on 1/32 of the steps; both are reported in
   // ms per 1M scanned elements.
@@ -73,6 +113,27 @@ export default async function (h) {
     x.dispose(); xj.dispose(); c.dispose();
   }
 
+  // ---- the other fused combiners (mul, max, min, logaddexp), same sizes as add, against
+  // memcpy of the same traffic (onnxruntime has no cumulative product / max / logaddexp) ----
+  for (const name of ['add', 'mul', 'max', 'min', 'logaddexp']) {
+    for (const [L, label] of [[1024, 'lanes: (4096,1024) dim 0'], [1, 'innermost: (4M) dim 0']]) {
+      const suite = `scan ${name} f32`;
+      const T = L === 1 ? 1 << 22 : 4096;
+      // mul: factors exp(±0.01) keep running products of 4096 steps far from overflow,
+      // underflow and subnormals
+      const xs = fill(new Float32Array(T * L), 5);
+      if (name === 'mul') for (let i = 0; i < xs.length; i++) xs[i] = Math.exp(xs[i] * 0.02);
+      const x = ek.tensor('float32', L === 1 ? [T] : [T, L], xs);
+      const c = ek.tensor('float32', L === 1 ? [] : [L], name === 'mul' ? new Float32Array(L).fill(1) : undefined);
+      const comb = ek.combine[name];
+      const fused = () => { const [a, b] = ek.scan(comb, c, x, { dim: 0 }); a.dispose(); b.dispose(); };
+      const bytes = 2 * 4 * T * L;
+      h.emit({ suite, case: label, impl: 'edgekernels', stats: await h.time(fused, { minMs: 300, maxRuns: 40 }), bytes, note: 'ek.scan allocates (zero-fills) and disposes its outputs each call' });
+      h.emit({ suite, case: label, impl: 'memcpy', stats: await h.memcpy(bytes / 2, { minMs: 300, maxRuns: 40 }), bytes });
+      x.dispose(); c.dispose();
+    }
+  }
+
   // ---- linear recurrence (4096 steps x 1024 lanes) ----------------------------------------
   {
     const suite = 'linearScan';
@@ -82,7 +143,9 @@ export default async function (h) {
     const a = ek.tensor('float32', [T, L], fill(new Float32Array(T * L), 3).map((v) => 0.5 + v));
     const b = ek.tensor('float32', [T, L], fill(new Float32Array(T * L), 4));
     const h0 = ek.tensor('float32', [L]);
-    h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => { const [l, hs] = ek.linearScan(a, b, h0); l.dispose(); hs.dispose(); }, { minMs: 400, maxRuns: 40 }), bytes });
+    // linearScan has no outputs option: each call allocates (zero-fills, 16 MiB) and disposes
+    // hs, which `bytes` does not count; the JS loop writes a preallocated array
+    h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => { const [l, hs] = ek.linearScan(a, b, h0); l.dispose(); hs.dispose(); }, { minMs: 400, maxRuns: 40 }), bytes, note: 'includes allocating (zero-filling) and disposing the 16 MiB output each call' });
     const ad = a.data.slice(), bd = b.data.slice(), hs = new Float32Array(T * L);
     const jsLoop = () => {
       for (let i = 0; i < L; i++) hs[i] = ad[i] * 0 + bd[i];
