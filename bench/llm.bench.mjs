@@ -143,6 +143,17 @@ export default async function (h) {
       cache.dispose();
     }
     const bytes = 2 * Hkv * L * D * 4;
+    // The peers' operator on our side: ONNX Attention with past_key/past_value through ek.run,
+    // same shapes, mask and values as the peers' feeds, present_key/present_value preallocated.
+    {
+      const pk = ek.tensor('float32', [1, Hkv, L - 1, D]), pv = ek.tensor('float32', [1, Hkv, L - 1, D]);
+      pk.data.fill(0.1); pv.data.fill(0.25);
+      const am = ek.tensor('float32', [1, L]);
+      const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
+      const fn = () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs });
+      h.emit({ suite: 'kvcache decode', case: name, impl: 'edgekernels Attention-23 past/present', stats: await h.time(fn, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: 'ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
+      for (const t of [pk, pv, am, outs[1], outs[2]]) t.dispose();
+    }
     // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
     const model = h.onnxModel({
       op: 'Attention', opset: 23,
