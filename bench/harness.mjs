@@ -22,14 +22,16 @@ export async function time(fn, { minMs = 300, maxRuns = 200, minRuns = 5 } = {})
 }
 
 /**
- * A source and a destination of `bytes` bytes for a memcpy row, in one buffer with dst a whole
- * number of 4 KiB pages after src. Two separate allocations land wherever malloc puts them,
- * and glibc's memmove (`rep movsb` on AMD Zen, for sizes up to about the L2 size) runs 10–30×
- * slower when dst − src is a few bytes past a multiple of 4096 (16, as two heap chunks can
- * be): a 144 KiB copy measured 50 µs instead of 3.5 µs, by luck of the allocation.
+ * A source and a destination of `bytes` bytes for a memcpy row, in one buffer with dst half a
+ * 4 KiB page past a whole number of pages after src. glibc's memmove on this AMD Zen runs far
+ * slower for some distances dst − src modulo 4096: 16 (where two separate heap allocations
+ * can land; a 32 KiB copy ran at 6 GB/s instead of 75, a 144 KiB one took 50 µs instead of
+ * 3.5) and 0 (a 16 MiB copy at 5.6 GB/s instead of 14). At 2048 every size measured ran at
+ * the best of the layouts tried (separate, 0, 64, 2048), so a memcpy row is the machine's
+ * copy rate, not the luck of an allocation.
  */
 export function copyBuffers(bytes) {
-  const stride = Math.ceil(bytes / 4096) * 4096;
+  const stride = Math.ceil(bytes / 4096) * 4096 + 2048;
   const buf = new Uint8Array(stride + bytes);
   const src = buf.subarray(0, bytes).fill(1);
   return { src, dst: buf.subarray(stride, stride + bytes) };
