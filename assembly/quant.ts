@@ -406,6 +406,20 @@ export function packBits(src: usize, dst: usize, n: usize, bits: i32): void {
     for (; i + 2 <= n; i += 2) store<u8>(dst + (i >> 1), (load<u8>(src + i) & 15) | (load<u8>(src + i + 1) << 4));
     if (i < n) store<u8>(dst + (i >> 1), load<u8>(src + i) & 15);
   } else {
+    if (ASC_FEATURE_SIMD) {
+      // the scalar formula below on four 4-element words per vector, then the low byte of each
+      const m3 = i32x4.splat(3), mC = i32x4.splat(0xC), m30 = i32x4.splat(0x30), mC0 = i32x4.splat(0xC0);
+      for (; i + 64 <= n; i += 64) {
+        const p = src + i;
+        const a = v128.load(p), b = v128.load(p, 16), c = v128.load(p, 32), d = v128.load(p, 48);
+        const pa = v128.or(v128.or(v128.and(a, m3), v128.and(i32x4.shr_u(a, 6), mC)), v128.or(v128.and(i32x4.shr_u(a, 12), m30), v128.and(i32x4.shr_u(a, 18), mC0)));
+        const pb = v128.or(v128.or(v128.and(b, m3), v128.and(i32x4.shr_u(b, 6), mC)), v128.or(v128.and(i32x4.shr_u(b, 12), m30), v128.and(i32x4.shr_u(b, 18), mC0)));
+        const pc = v128.or(v128.or(v128.and(c, m3), v128.and(i32x4.shr_u(c, 6), mC)), v128.or(v128.and(i32x4.shr_u(c, 12), m30), v128.and(i32x4.shr_u(c, 18), mC0)));
+        const pd = v128.or(v128.or(v128.and(d, m3), v128.and(i32x4.shr_u(d, 6), mC)), v128.or(v128.and(i32x4.shr_u(d, 12), m30), v128.and(i32x4.shr_u(d, 18), mC0)));
+        v128.store(dst + o, packBytes(pa, pb, pc, pd));
+        o += 16;
+      }
+    }
     for (; i + 4 <= n; i += 4) {
       const w = load<u32>(src + i);
       store<u8>(dst + o, <u8>((w & 3) | ((w >> 6) & 0xC) | ((w >> 12) & 0x30) | ((w >> 18) & 0xC0)));
@@ -419,10 +433,47 @@ export function packBits(src: usize, dst: usize, n: usize, bits: i32): void {
   }
 }
 
-/** Unpacks n bits-wide fields (4 or 2) to one byte each; signed: sign-extend. */
+/**
+ * Unpacks n bits-wide fields (4 or 2) to one byte each; signed: sign-extend. SIMD: the
+ * fields of 16 bytes are split by shifts and masks (i16x8 shifts: the masks drop the bits
+ * the neighbouring byte shifted in) and interleaved back into element order with byte (and,
+ * for 2 bits, 16-bit) unpacks; a b-bit field v sign-extends as (v ^ h) − h, h = 2^(b−1).
+ */
 export function unpackBits(src: usize, dst: usize, n: usize, bits: i32, signed: bool): void {
   const sh: u32 = 8 - <u32>bits;
-  for (let i: usize = 0; i < n; i++) {
+  let start: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    if (bits == 4) {
+      const m = i8x16.splat(0x0F), h = i8x16.splat(signed ? 8 : 0);
+      for (; start + 32 <= n; start += 32) {
+        const b = v128.load(src + (start >> 1));
+        const lo = i8x16.sub(v128.xor(v128.and(b, m), h), h);
+        const hi = i8x16.sub(v128.xor(v128.and(i16x8.shr_u(b, 4), m), h), h);
+        v128.store(dst + start, i8x16.shuffle(lo, hi, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23));
+        v128.store(dst + start, i8x16.shuffle(lo, hi, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31), 16);
+      }
+    } else {
+      const m = i8x16.splat(3), h = i8x16.splat(signed ? 2 : 0);
+      for (; start + 64 <= n; start += 64) {
+        const b = v128.load(src + (start >> 2));
+        const f0 = i8x16.sub(v128.xor(v128.and(b, m), h), h);
+        const f1 = i8x16.sub(v128.xor(v128.and(i16x8.shr_u(b, 2), m), h), h);
+        const f2 = i8x16.sub(v128.xor(v128.and(i16x8.shr_u(b, 4), m), h), h);
+        const f3 = i8x16.sub(v128.xor(v128.and(i16x8.shr_u(b, 6), m), h), h);
+        // byte pairs (f0, f1) and (f2, f3) of each source byte, then the two pairs together
+        const p01l = i8x16.shuffle(f0, f1, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const p01h = i8x16.shuffle(f0, f1, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        const p23l = i8x16.shuffle(f2, f3, 0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
+        const p23h = i8x16.shuffle(f2, f3, 8, 24, 9, 25, 10, 26, 11, 27, 12, 28, 13, 29, 14, 30, 15, 31);
+        const o = dst + start;
+        v128.store(o, i8x16.shuffle(p01l, p23l, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23));
+        v128.store(o, i8x16.shuffle(p01l, p23l, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31), 16);
+        v128.store(o, i8x16.shuffle(p01h, p23h, 0, 1, 16, 17, 2, 3, 18, 19, 4, 5, 20, 21, 6, 7, 22, 23), 32);
+        v128.store(o, i8x16.shuffle(p01h, p23h, 8, 9, 24, 25, 10, 11, 26, 27, 12, 13, 28, 29, 14, 15, 30, 31), 48);
+      }
+    }
+  }
+  for (let i: usize = start; i < n; i++) {
     const byte = <u32>load<u8>(src + ((i * <usize>bits) >> 3));
     let v = (byte >> <u32>((i * <usize>bits) & 7)) & ((1 << bits) - 1);
     if (signed) v = <u32>(<i32>(<i8>(<u8>(v << sh))) >> sh);
@@ -1008,10 +1059,15 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   }
 }
 
-/** anyRun (a literal): call the one run-time-generic copy of quantRun (quantRunAny) instead of inlining it. */
+/**
+ * anyRun (a literal): call the one run-time-generic copy of quantRun (quantRunAny) instead of
+ * inlining it; floatRun (a literal): call quantFloatRun (float targets at float32 precision,
+ * tmp its chunk buffer).
+ */
 @inline function quantLoop(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
   sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool, anyRun: bool,
+  floatRun: bool = false, tmp: usize = 0,
 ): void {
   const es: usize = wide ? 2 : 1;
   const inr = <usize>inner;
@@ -1022,15 +1078,73 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
       const sp = scales + sidx, zp = zps != 0 ? zps + sidx : 0;
       const e0 = (<usize>o * <usize>D + <usize>d0) * inr;
       if (sI == 0) {
-        if (anyRun) quantRunAny(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
+        if (floatRun) quantFloatRun(x + (e0 << 2), y + e0, <usize>rows * inr, sp, zp, 0, code, saturate, tmp);
+        else if (anyRun) quantRunAny(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
         else quantRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
       } else {
         for (let r = 0; r < rows; r++) {
           const e = e0 + <usize>r * inr;
-          if (anyRun) quantRunAny(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
+          if (floatRun) quantFloatRun(x + (e << 2), y + e, inr, sp, zp, 1, code, saturate, tmp);
+          else if (anyRun) quantRunAny(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
           else quantRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
         }
       }
+    }
+  }
+}
+
+// @ts-ignore: decorator
+@inline const QCH: usize = 1024; // elements per chunk of quantFloatRun (tmp holds 4·QCH bytes)
+
+/**
+ * A run of a float target (float8, float4e2m1) at float32 precision, a chunk at a time:
+ * q = x / s (x · (1/s) when that is exact, as quantRun), + z for float4e2m1 (see quantOne),
+ * into tmp, then the target's own encoder — the same encodeMiniV / encodeMini (or the
+ * byte-level e4m3fn one, equal bit for bit), so the same codes as quantRun gives, without
+ * the generic loop's run-time type tests around every vector (which made it 3–4× slower
+ * than a Cast to the same type).
+ */
+function quantFloatRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32, code: i32, saturate: bool, tmp: usize): void {
+  const f4 = code == F4;
+  for (let c: usize = 0; c < len; c += QCH) {
+    const m = min<usize>(QCH, len - c);
+    const xc = x + (c << 2);
+    let i: usize = 0;
+    if (sI == 0) {
+      const s0 = load<f32>(sp), z0 = zp != 0 ? load<f32>(zp) : NO_ZP;
+      const recip = exactRecip(s0);
+      if (ASC_FEATURE_SIMD) {
+        const s = f32x4.splat(recip ? <f32>1 / s0 : s0), z = f32x4.splat(z0);
+        for (; i + 4 <= m; i += 4) {
+          const v = v128.load(xc + (i << 2));
+          const q = recip ? f32x4.mul(v, s) : f32x4.div(v, s);
+          v128.store(tmp + (i << 2), f4 ? f32x4.add(q, z) : q);
+        }
+      }
+      for (; i < m; i++) {
+        const q = load<f32>(xc + (i << 2)) / s0;
+        store<f32>(tmp + (i << 2), f4 ? q + z0 : q);
+      }
+    } else {
+      const sc = sp + (c << 2), zc = zp != 0 ? zp + (c << 2) : 0;
+      if (ASC_FEATURE_SIMD) {
+        for (; i + 4 <= m; i += 4) {
+          const q = f32x4.div(v128.load(xc + (i << 2)), v128.load(sc + (i << 2)));
+          v128.store(tmp + (i << 2), f4 ? f32x4.add(q, zc != 0 ? v128.load(zc + (i << 2)) : f32x4.splat(NO_ZP)) : q);
+        }
+      }
+      for (; i < m; i++) {
+        const q = load<f32>(xc + (i << 2)) / load<f32>(sc + (i << 2));
+        store<f32>(tmp + (i << 2), f4 ? q + (zc != 0 ? load<f32>(zc + (i << 2)) : NO_ZP) : q);
+      }
+    }
+    const yc = y + c;
+    switch (code) {
+      case E4M3FN: quantizeF32ToE4m3(tmp, yc, m, saturate); break;
+      case E4M3FNUZ: castF32ToE4m3fnuz(tmp, yc, m, saturate); break;
+      case E5M2: castF32ToE5m2(tmp, yc, m, saturate); break;
+      case E5M2FNUZ: castF32ToE5m2fnuz(tmp, yc, m, saturate); break;
+      default: encodeF4Bytes(tmp, yc, m); break;
     }
   }
 }
@@ -1041,10 +1155,11 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
  * one per byte (the host packs them); float8 types one per byte. y = saturate(round(x / s)
  * + z) with round half to even (integers), or the float8/float4 rounding of x / s.
  * prec (1, 10, 16): the precision of the division (a 16-bit scale type rounds x / s to it).
+ * tmp: scratch of 4·QCH bytes (float targets at prec 1; 0 otherwise).
  */
 export function quantizeF32(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
-  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, tmp: usize,
 ): void {
   let lo: f32 = 0, hi: f32 = 0;
   switch (code) {
@@ -1059,11 +1174,18 @@ export function quantizeF32(
     default: break;
   }
   const wide = code == I16 || code == U16;
+  const intByte = code == I8 || code == U8 || code == I4 || code == U4 || code == I2 || code == U2;
   // Specialized (constant-folded) loops for the common cases; one generic loop (code and
-  // precision read at run time, loop-invariant branches) for the rest.
-  if (prec == F32 && code == I8) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false, false);
+  // precision read at run time, loop-invariant branches) for the rest. The integer targets
+  // differ only in their range [lo, hi] (run-time values) and width, so every 1-byte one
+  // runs int8's loop and the 2-byte ones one loop of their own (the generic loop was 4–8×
+  // slower); float targets at float32 precision go through quantFloatRun.
+  if (prec == F32 && intByte) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false, false);
+  else if (prec == F32 && wide) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I16, saturate, F32, lo, hi, true, false);
   else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false, false);
-  else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide, true);
+  else if (prec == F32 && tmp != 0 && code >= E4M3FN && code <= F4 && code != U4 && code != I4) {
+    quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, F32, 0, 0, false, false, true, tmp);
+  } else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide, true);
 }
 
 /**

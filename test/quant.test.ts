@@ -165,6 +165,56 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
     );
   });
 
+  // Long runs: the kernels' vector loops (16 / 32 / 64 elements), their tails and the
+  // 1024-element chunks of the float targets' quantize loop, per tensor (one run), per axis
+  // (runs of one scale) and blocked along axis 0 (a scale per element of the run), in both
+  // builds, for every quantized type; then DequantizeLinear of the codes it produced.
+  it('long runs across vector and chunk boundaries: every type, both builds, quantize and dequantize', async () => {
+    const eks = await init({ build: 'scalar' });
+    const setups: { shape: number[]; axis: number; block: number; scaleShape: number[] }[] = [];
+    for (const n of [1, 15, 16, 17, 31, 32, 33, 63, 64, 65, 127, 1023, 1024, 1025, 2100]) setups.push({ shape: [n], axis: 0, block: 0, scaleShape: [] });
+    setups.push({ shape: [3, 1030], axis: 0, block: 0, scaleShape: [3] });
+    setups.push({ shape: [3, 1100], axis: 0, block: 2, scaleShape: [2, 1100] });
+    let rnd = 99;
+    const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const special = [NaN, Infinity, -Infinity, -0, 0.5, -2.5, 1e30, -1e30, 3.5e-42];
+    for (const k of [ek, eks]) {
+      for (const out of Q_TYPES) {
+        for (const st of setups) {
+          const n = size(st.shape), ns = size(st.scaleShape);
+          const range = isFloatQ(out) ? 700 : Number(INT_RANGES[out][1]) * 3;
+          const xs = Float32Array.from({ length: n }, (_, i) => (i % 29 === 3 ? special[i % special.length] : (next() * 2 - 1) * range));
+          // per setup either powers of two (the exact-reciprocal path) or general scales
+          const pow2 = next() < 0.5;
+          const ss = Float32Array.from({ length: Math.max(ns, 1) }, () => (pow2 ? 2 ** Math.floor(next() * 6 - 3) : 0.3 + next() * 3)).subarray(0, ns || 1);
+          const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);
+          const withZp = out === 'float4e2m1' || !isFloatQ(out);
+          const zps = Array.from({ length: ns || 1 }, () => (isFloatQ(out) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+          const sShape = st.scaleShape;
+          const zp = withZp ? { dtype: out, shape: sShape, data: qData(out, zps.map((z) => storedCode(out, z))) } : null;
+          const attrs = { axis: st.axis, block_size: st.block };
+          const [y] = k.run('QuantizeLinear', [{ dtype: 'float32', shape: st.shape, data: xs }, { dtype: 'float32', shape: sShape, data: ss }, zp], withZp ? attrs : { ...attrs, output_dtype: out }) as [{ dtype: string; data: ArrayLike<number>; dispose(): void }];
+          const got = outCodes(out, y.data, n);
+          const bytes = Array.from(y.data);
+          y.dispose();
+          const si = (i: number) => scaleIndex(st.shape, i, sShape, st.axis, st.block);
+          for (let i = 0; i < n; i++) {
+            const want = storedCode(out, quantizeValue(xs[i], ss[si(i)], withZp ? zps[si(i)] : null, out, true, 'float32'));
+            if (got[i] !== want) expect.fail(`${k.stats().build} QuantizeLinear → ${out} shape ${st.shape} block ${st.block} [${i}]: x ${xs[i]} s ${ss[si(i)]} → got ${got[i]}, want ${want}`);
+          }
+          const [d] = k.run('DequantizeLinear', [{ dtype: out, shape: st.shape, data: subBits(out) ? Uint8Array.from(bytes) : bytes }, { dtype: 'float32', shape: sShape, data: ss }, zp], attrs) as [{ data: Float32Array; dispose(): void }];
+          const dv = Array.from(d.data);
+          d.dispose();
+          for (let i = 0; i < n; i++) {
+            const want = dequantizeValue(qValue(out, got[i]), ss[si(i)], withZp ? zps[si(i)] : 0);
+            if (!Object.is(dv[i], want) && !(Number.isNaN(want) && Number.isNaN(dv[i]))) expect.fail(`${k.stats().build} DequantizeLinear ${out} shape ${st.shape} block ${st.block} [${i}]: code ${got[i]} → got ${dv[i]}, want ${want}`);
+          }
+        }
+      }
+    }
+    eks.dispose();
+  });
+
   it('rounds half to even and saturates at the integer ranges (NaN → the minimum)', () => {
     const xs = [0.5, 1.5, 2.5, -0.5, -1.5, -2.5, 1000, -1000, NaN, Infinity, -Infinity];
     const cases: [string, number[]][] = [

@@ -21,6 +21,8 @@ import type { AttrValue, OpContext, OpDef } from './registry.js';
 
 /** Elements per pivot chunk (a multiple of 4 so packed types start on a byte). */
 const CHUNK = 16384;
+/** Bytes of quantizeF32's chunk buffer (4 · QCH of assembly/quant.ts). */
+const Q_TMP = 4096;
 
 /** Dtypes whose every value float32 holds exactly. */
 const F32_EXACT = new Set<DType>([
@@ -77,7 +79,7 @@ function castNumeric(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mo
     // cast loop on V8 (same rounding code, same results).
     const one = ctx.scratch(16);
     new Float32Array(ctx.memory.buffer, one, 1)[0] = 1;
-    e.quantizeF32(x.byteOffset, y.byteOffset, 1, 1, n, 1, one, 0, 0, 0, 0, dst.onnx, 1, 1);
+    e.quantizeF32(x.byteOffset, y.byteOffset, 1, 1, n, 1, one, 0, 0, 0, 0, dst.onnx, 1, 1, 0);
     return;
   }
   if (src.name === 'float32' && FROM_F32[dst.name]) {
@@ -450,7 +452,7 @@ const quantizeLinear: OpDef = {
     const bits = DTYPES[out].bits;
     const needX = x!.dtype !== 'float32';
     const f64 = prec === PRECISION.float64;
-    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0)) + 64;
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + Q_TMP) + 64;
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
@@ -471,8 +473,9 @@ const quantizeLinear: OpDef = {
       else ctx.exports.decodeToF32(x!.byteOffset, xPtr, n, x!.info.onnx, 0);
     }
     const yPtr = bits < 8 ? p : y.byteOffset;
+    if (bits < 8) p += align16(n);
     const f = fold;
-    ctx.exports.quantizeF32(xPtr, yPtr, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, DTYPES[out].onnx, attrs.saturate === 1 ? 1 : 0, prec);
+    ctx.exports.quantizeF32(xPtr, yPtr, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, DTYPES[out].onnx, attrs.saturate === 1 ? 1 : 0, prec, p);
     if (bits < 8) ctx.exports.packBits(yPtr, y.byteOffset, n, bits);
     return [y];
   },
