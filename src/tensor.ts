@@ -77,6 +77,7 @@ export class Tensor {
   /** A live byte view of the storage (valid until the next call that may allocate). */
   bytes(): Uint8Array {
     this.assertAlive('tensor');
+    if (this.strings) throw new KernelError('INVALID_DTYPE', `tensor.bytes(): a string tensor (string${show(this.shape)}) lives on the host and has no bytes in the linear memory; read its data`);
     return new Uint8Array(this.owner.memory.buffer, this.byteOffset, this.byteLength);
   }
 

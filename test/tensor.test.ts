@@ -49,6 +49,12 @@ describe('tensors', () => {
     expectKernelError(() => ek.tensor('int64', [1], [1.5]), 'INVALID_VALUE', /integer/);
   });
 
+  it('bytes() of a host-side string tensor is a KernelError, not a RangeError', () => {
+    const s = ek.tensor('string', [2], ['a', 'b']);
+    expectKernelError(() => s.bytes(), 'INVALID_DTYPE', /string/);
+    s.dispose();
+  });
+
   it('a disposed tensor is an error everywhere, and dispose is idempotent', () => {
     const t = ek.tensor('float32', [2]);
     const live = ek.stats().tensorsLive;
