@@ -29,6 +29,8 @@
 // of O·N·I elements; init / last are O·I elements and do not overlap y; O, N, I ≥ 0.
 // The kernels read and write only inside those buffers (output tails are scalar).
 
+import { f16BitsToF32V } from './simd';
+
 // The operation is a type parameter O, so that every (dtype, op) pair is its own function
 // with no op tests in its loops: O is one of these marker types (only their size and
 // signedness are looked at, both compile-time constants).
@@ -564,27 +566,138 @@ export function cumsumI64(x: usize, y: usize, O: i32, N: i32, I: i32, flags: i32
   return (x + 0x7fff + ((x >> 16) & 1)) >> 16;
 }
 
+// SIMD twins of f32ToF16 / f32ToBf16 (same bits, NaN payloads included) and of the
+// widening (f16BitsToF32V: exact, Inf / NaN kept), on i32 lanes holding one 16-bit code each.
+@inline function f32ToF16V(f: v128): v128 {
+  const ax = v128.and(f, i32x4.splat(0x7fffffff));
+  const s = v128.and(i32x4.shr_u(f, 16), i32x4.splat(0x8000));
+  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(ax, i32x4.splat(<i32>0xc8000fff)), v128.and(i32x4.shr_u(ax, 13), i32x4.splat(1))), 13);
+  const sub = i32x4.sub(f32x4.add(ax, f32x4.splat(0.5)), i32x4.splat(0x3f000000));
+  let r = v128.bitselect(sub, nrm, i32x4.lt_s(ax, i32x4.splat(0x38800000)));
+  r = v128.bitselect(i32x4.splat(0x7c00), r, i32x4.gt_s(ax, i32x4.splat(0x477fefff)));
+  const nan = v128.or(i32x4.splat(0x7e00), v128.and(i32x4.shr_u(ax, 13), i32x4.splat(0x3ff)));
+  return v128.or(v128.bitselect(nan, r, i32x4.gt_s(ax, i32x4.splat(0x7f800000))), s);
+}
+@inline function f32ToBf16V(f: v128): v128 {
+  const hi = i32x4.shr_u(f, 16);
+  const r = i32x4.shr_u(i32x4.add(i32x4.add(f, i32x4.splat(0x7fff)), v128.and(hi, i32x4.splat(1))), 16);
+  return v128.bitselect(v128.or(hi, i32x4.splat(0x40)), r, i32x4.gt_s(v128.and(f, i32x4.splat(0x7fffffff)), i32x4.splat(0x7f800000)));
+}
+/** 8 halves at p → two float32 vectors (low four, high four). */
+@inline function halfToF32Lo(v: v128, bf16: bool): v128 {
+  return bf16 ? i32x4.shl(i32x4.extend_low_i16x8_u(v), 16) : f16BitsToF32V(i32x4.extend_low_i16x8_s(v));
+}
+@inline function halfToF32Hi(v: v128, bf16: bool): v128 {
+  return bf16 ? i32x4.shl(i32x4.extend_high_i16x8_u(v), 16) : f16BitsToF32V(i32x4.extend_high_i16x8_s(v));
+}
+/** Two float32 vectors → 8 halves. */
+@inline function f32ToHalf8(a: v128, b: v128, bf16: bool): v128 {
+  return bf16 ? i16x8.narrow_i32x4_u(f32ToBf16V(a), f32ToBf16V(b)) : i16x8.narrow_i32x4_u(f32ToF16V(a), f32ToF16V(b));
+}
+
+// @ts-ignore: decorator
+@inline const HALF_CHUNK: usize = 1024; // float32 values of cumsumHalf's chunk buffer
+
+/** Scratch bytes cumsumHalf needs for I lanes: the carries, then a chunk buffer. */
+export function cumsumHalfScratchBytes(I: i32): usize {
+  return ((<usize>I * 4 + 15) & ~15) + HALF_CHUNK * 4;
+}
+
+/** n halves at src → float32 at dst. */
+function halvesToF32(src: usize, dst: usize, n: usize, bf16: bool): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      const v = v128.load(src + (i << 1));
+      v128.store(dst + (i << 2), halfToF32Lo(v, bf16));
+      v128.store(dst + (i << 2), halfToF32Hi(v, bf16), 16);
+    }
+  }
+  for (; i < n; i++) {
+    const h = <u32>load<u16>(src + (i << 1));
+    store<f32>(dst + (i << 2), bf16 ? reinterpret<f32>(h << 16) : f16ToF32(h));
+  }
+}
+
+/** n float32 at src → halves at dst. */
+function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    for (; i + 8 <= n; i += 8) {
+      v128.store(dst + (i << 1), f32ToHalf8(v128.load(src + (i << 2)), v128.load(src + (i << 2), 16), bf16));
+    }
+  }
+  for (; i < n; i++) {
+    const f = load<f32>(src + (i << 2));
+    store<u16>(dst + (i << 1), <u16>(bf16 ? f32ToBf16(f) : f32ToF16(f)));
+  }
+}
+
 /**
  * Cumulative sum of float16 (bf16 = 0) or bfloat16 (bf16 = 1) data: every carry is kept
- * in float32 (`carry`: I floats of scratch) and each output is the carry rounded to the
- * storage type.
+ * in float32 and each output is the carry rounded to the storage type. `carry`: scratch of
+ * cumsumHalfScratchBytes(I) bytes (16-byte aligned): I carries, then a chunk buffer.
+ * Rows of I ≥ 8 lanes are summed a row at a time (SIMD: 8 lanes per vector); narrower
+ * rows go a chunk of rows at a time: widened into the buffer with SIMD, summed in order
+ * there, rounded back with SIMD. Either way every lane adds its values in the scan's order,
+ * so the results are those of the plain scalar loop, bit for bit.
  */
 export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: i32, flags: i32, bf16: i32): void {
-  const rev = (flags & 1) != 0, excl = (flags & 2) != 0;
+  const rev = (flags & 1) != 0, excl = (flags & 2) != 0, b16 = bf16 != 0;
   const n = <usize>N, l = <usize>I;
+  const buf = carry + ((l * 4 + 15) & ~15);
   for (let o: usize = 0; o < <usize>O; o++) {
     for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, excl ? 0.0 : -0.0);
-    for (let s: usize = 0; s < n; s++) {
-      const t = rev ? n - 1 - s : s;
-      const base = (o * n + t) * l * 2;
-      for (let i: usize = 0; i < l; i++) {
-        const h = <u32>load<u16>(x + base + i * 2);
-        const v = bf16 ? reinterpret<f32>(h << 16) : f16ToF32(h);
-        const c = load<f32>(carry + i * 4);
-        const nc = c + v;
-        const out = excl ? c : nc;
-        store<u16>(y + base + i * 2, <u16>(bf16 ? f32ToBf16(out) : f32ToF16(out)));
-        store<f32>(carry + i * 4, nc);
+    if (l >= 8) {
+      for (let s: usize = 0; s < n; s++) {
+        const t = rev ? n - 1 - s : s;
+        const xb = x + (o * n + t) * l * 2, yb = y + (o * n + t) * l * 2;
+        let i: usize = 0;
+        if (ASC_FEATURE_SIMD) for (; i + 8 <= l; i += 8) {
+          const v = v128.load(xb + (i << 1));
+          const cp = carry + (i << 2);
+          const ca = v128.load(cp), cb = v128.load(cp, 16);
+          const na = f32x4.add(ca, halfToF32Lo(v, b16)), nb = f32x4.add(cb, halfToF32Hi(v, b16));
+          v128.store(cp, na);
+          v128.store(cp, nb, 16);
+          v128.store(yb + (i << 1), f32ToHalf8(excl ? ca : na, excl ? cb : nb, b16));
+        }
+        for (; i < l; i++) {
+          const h = <u32>load<u16>(xb + (i << 1));
+          const c = load<f32>(carry + (i << 2));
+          const nc = c + (b16 ? reinterpret<f32>(h << 16) : f16ToF32(h));
+          store<u16>(yb + (i << 1), <u16>(b16 ? f32ToBf16(excl ? c : nc) : f32ToF16(excl ? c : nc)));
+          store<f32>(carry + (i << 2), nc);
+        }
+      }
+    } else {
+      // chunks of R whole rows (l < 8: R ≥ 128), from the scan's start (its end when reversed)
+      const R = HALF_CHUNK / l;
+      for (let c0: usize = 0; c0 < n; c0 += R) {
+        const m = min<usize>(R, n - c0);
+        const r0 = rev ? n - c0 - m : c0;
+        const off = (o * n + r0) * l * 2, cnt = m * l;
+        halvesToF32(x + off, buf, cnt, b16);
+        if (l == 1) {
+          // one lane: the carry stays in a register (the loop is the float adds' latency)
+          let c = load<f32>(carry);
+          for (let s: usize = 0; s < m; s++) {
+            const p = buf + ((rev ? m - 1 - s : s) << 2);
+            const nc = c + load<f32>(p);
+            store<f32>(p, excl ? c : nc);
+            c = nc;
+          }
+          store<f32>(carry, c);
+        } else for (let s: usize = 0; s < m; s++) {
+          const row = buf + (rev ? m - 1 - s : s) * l * 4;
+          for (let i: usize = 0; i < l; i++) {
+            const c = load<f32>(carry + (i << 2));
+            const nc = c + load<f32>(row + (i << 2));
+            store<f32>(row + (i << 2), excl ? c : nc);
+            store<f32>(carry + (i << 2), nc);
+          }
+        }
+        f32ToHalves(buf, y + off, cnt, b16);
       }
     }
   }

@@ -102,7 +102,9 @@ describe('CumSum against the reference', () => {
   it('float16 and bfloat16: float32 carries, every output rounded to nearest even', () => {
     let seed = 90;
     for (const [dtype, decode, encode] of [['float16', f16ToF32, toF16Bits], ['bfloat16', bf16ToF32, toBf16Bits]] as const) {
-      for (const shape of [[40], [5, 7], [3, 4, 5], [2, 600]]) {
+      // [2100], [3, 1100] axis 1 and [700, 3] axis 0: narrow rows in several 1024-value chunks;
+      // [300, 13] axis 0: SIMD rows with a 5-lane tail
+      for (const shape of [[40], [5, 7], [3, 4, 5], [2, 600], [2100], [3, 1100], [700, 3], [300, 13]]) {
         for (let axis = 0; axis < shape.length; axis++) {
           for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
             const r = rng(seed++);
@@ -119,6 +121,42 @@ describe('CumSum against the reference', () => {
     expect(y.data[0]).toBe(0x7bff);
     expect(y.data[1]).toBe(0x7c00);
     expect(Number.isNaN(f16ToF32(y.data[2]))).toBe(true);
+  });
+
+  it('float16 and bfloat16 special values (NaN, Inf, subnormals, overflow): the builds agree bit for bit, and with the reference where not NaN', async () => {
+    const eks = await init({ build: 'scalar' });
+    const specials: Record<string, number[]> = {
+      float16: [0x7e00, 0x7d01, 0xfe55, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x0200, 0x7bff, 0xfbff, 0x8000, 0x3c00, 0x7a00],
+      bfloat16: [0x7fc0, 0x7f81, 0xffa5, 0x7f80, 0xff80, 0x0001, 0x807f, 0x0040, 0x7f7f, 0xff7f, 0x8000, 0x3f80, 0x7f00],
+    };
+    let seed = 7;
+    for (const dtype of ['float16', 'bfloat16'] as const) {
+      const [decode, encode] = dtype === 'float16' ? [f16ToF32, toF16Bits] : [bf16ToF32, toBf16Bits];
+      for (const [shape, axis] of [[[16, 8], 0], [[128], 0], [[8, 40], 1], [[9, 11], 0]] as const) {
+        for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+          const r = rng(seed++);
+          // mostly small values, so the sums pass through the subnormal range and stay finite a while
+          const data = Array.from({ length: sizeOf(shape) }, () => (r() < 0.25 ? specials[dtype][Math.floor(r() * 13)] : encode((r() - 0.5) * 2 ** -12)));
+          const args = [{ dtype, shape: [...shape], data }, { dtype: 'int32', shape: [], data: [axis] }];
+          const [a] = ek.run('CumSum', args, { exclusive, reverse }) as [{ data: Uint16Array; dispose(): void }];
+          const [b] = eks.run('CumSum', args, { exclusive, reverse }) as [{ data: Uint16Array; dispose(): void }];
+          const what = `${dtype} ${JSON.stringify(shape)} axis ${axis} exclusive ${exclusive} reverse ${reverse}`;
+          // NaN outputs: NaN in both builds, payloads not compared (NaN + NaN keeps one of
+          // the two payloads, which one wasm leaves to the engine)
+          const nanless = (d: Uint16Array) => Array.from(d, (h) => (Number.isNaN(decode(h)) ? -1 : h));
+          expect(nanless(a.data), what).toEqual(nanless(b.data));
+          const want = refCumsumHalf(data, decode, encode, shape, axis, !!reverse, !!exclusive);
+          const got = Array.from(a.data);
+          for (let i = 0; i < got.length; i++) {
+            if (Number.isNaN(decode(want[i]))) expect(Number.isNaN(decode(got[i])), `${what} [${i}]`).toBe(true);
+            else expect(got[i], `${what} [${i}]`).toBe(want[i]);
+          }
+          a.dispose();
+          b.dispose();
+        }
+      }
+    }
+    eks.dispose();
   });
 
   it('signed zeros: an exclusive sum starts at +0, an inclusive sum of -0 stays -0', () => {

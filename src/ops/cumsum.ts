@@ -5,7 +5,7 @@
  * lanes-vectorized when the axis is not innermost, in-register prefix scan when it is);
  * int64 wraps modulo 2^64; uint32 / uint64 run the int32 / int64 kernels (a wrapping sum
  * has the same bits signed or unsigned); float16 / bfloat16 accumulate in float32 and round
- * every output to the storage type (round to nearest even).
+ * every output to the storage type (round to nearest even), widened and rounded with SIMD.
  */
 import { show } from '../errors.js';
 import { fail, product, readInts } from './checks.js';
@@ -41,7 +41,7 @@ const cumsum: OpDef = {
     const k = SCAN_KERNEL[x!.dtype];
     if (k) ctx.exports[k](x!.byteOffset, y.byteOffset, 0, 0, O, N, I, 0, flags);
     else if (x!.dtype === 'int64' || x!.dtype === 'uint64') ctx.exports.cumsumI64(x!.byteOffset, y.byteOffset, O, N, I, flags);
-    else ctx.exports.cumsumHalf(x!.byteOffset, y.byteOffset, ctx.scratch(4 * I), O, N, I, flags, x!.dtype === 'bfloat16' ? 1 : 0);
+    else ctx.exports.cumsumHalf(x!.byteOffset, y.byteOffset, ctx.scratch(ctx.exports.cumsumHalfScratchBytes(I) >>> 0), O, N, I, flags, x!.dtype === 'bfloat16' ? 1 : 0);
     return [y];
   },
 };
