@@ -24,6 +24,20 @@ export type TypedData =
   | Float32Array | Float64Array | Int8Array | Uint8Array | Int16Array | Uint16Array
   | Int32Array | Uint32Array | BigInt64Array | BigUint64Array;
 
+/** The array `data` is for each dtype (the dtype table of the README). */
+export interface DataArrays {
+  float32: Float32Array; float64: Float64Array; float16: Uint16Array; bfloat16: Uint16Array;
+  float8e4m3fn: Uint8Array; float8e4m3fnuz: Uint8Array; float8e5m2: Uint8Array; float8e5m2fnuz: Uint8Array;
+  float8e8m0: Uint8Array; float4e2m1: Uint8Array;
+  int8: Int8Array; uint8: Uint8Array; int16: Int16Array; uint16: Uint16Array; int32: Int32Array; uint32: Uint32Array;
+  int64: BigInt64Array; uint64: BigUint64Array;
+  int4: Uint8Array; uint4: Uint8Array; int2: Uint8Array; uint2: Uint8Array;
+  bool: Uint8Array; string: string[]; complex64: Float32Array; complex128: Float64Array;
+}
+
+/** `data` of a tensor of dtype D (of any dtype for D = DType: TypedData | string[]). */
+export type DataOf<D extends DType> = DataArrays[D];
+
 export interface DTypeInfo {
   readonly name: DType;
   /** ONNX TensorProto.DataType code. */

@@ -111,6 +111,8 @@ export class Kernels implements TensorOwner, OpContext {
   }
 
   /** Allocates a tensor in linear memory; zero-filled unless `data` is given. */
+  tensor<D extends DType>(dtype: D, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor<D>;
+  tensor(dtype: DType | string | number, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor;
   tensor(dtype: DType | string | number, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor {
     this.assertAlive();
     const info = dtypeInfo(dtype, 'tensor dtype');

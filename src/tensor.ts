@@ -6,7 +6,7 @@
  * buffer (DESIGN.md rule 3). Never keep `t.data` across a call that may allocate; read
  * `t.data` again instead.
  */
-import { type DType, type DTypeInfo, type TypedData, byteLengthOf, dataLengthOf, dtypeInfo } from './dtypes.js';
+import { type DataOf, type DType, type DTypeInfo, type TypedData, byteLengthOf, dataLengthOf, dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 
 /** What a tensor needs from the instance that owns it. */
@@ -26,8 +26,9 @@ export interface PlainTensor {
 
 export type TensorLike = Tensor | PlainTensor;
 
-export class Tensor {
-  readonly dtype: DType;
+/** A tensor of dtype D: `data` is that dtype's array (Float32Array for 'float32', …). */
+export class Tensor<D extends DType = DType> {
+  readonly dtype: D;
   readonly info: DTypeInfo;
   readonly shape: readonly number[];
   /** Number of elements. */
@@ -45,7 +46,7 @@ export class Tensor {
   constructor(owner: TensorOwner, info: DTypeInfo, shape: readonly number[], byteOffset: number, strings: string[] | null = null) {
     this.owner = owner;
     this.info = info;
-    this.dtype = info.name;
+    this.dtype = info.name as D;
     // a frozen shape (another tensor's) is shared as is: copying and re-freezing it cost ~0.6 µs
     this.shape = Object.isFrozen(shape) ? shape : Object.freeze(shape.slice());
     this.size = shapeSize(shape);
@@ -63,15 +64,15 @@ export class Tensor {
   }
 
   /** The live data array (see the dtype table in the README). */
-  get data(): TypedData | string[] {
+  get data(): DataOf<D> {
     this.assertAlive('tensor');
-    if (this.strings) return this.strings;
+    if (this.strings) return this.strings as DataOf<D>;
     const buf = this.owner.memory.buffer;
     if (this.view === null || this.view.buffer !== buf) {
       const A = this.info.array!;
       this.view = new A(buf, this.byteOffset, dataLengthOf(this.info, this.size)) as TypedData;
     }
-    return this.view;
+    return this.view as DataOf<D>;
   }
 
   /** A live byte view of the storage (valid until the next call that may allocate). */

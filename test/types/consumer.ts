@@ -1,11 +1,51 @@
-// A TypeScript consumer of the package, type-checked by test/types.test.ts (strict,
-// skipLibCheck false, declarations emitted) in a temporary project where `edgekernels` is
-// installed: dist/index.d.ts through package.json `exports`.
-import { init, KernelError, OPS } from 'edgekernels';
+// A TypeScript consumer of the built package, type-checked by test/types.test.ts (strict,
+// skipLibCheck false, declarations emitted): `edgekernels` resolves to dist/index.d.ts
+// through package.json `exports`, as in a project that installed the package.
+import { init, KernelError, OPS, type DType, type Tensor, type TypedData } from 'edgekernels';
 
 const ek = await init();
 
+// README, Quick start
+const cache = ek.tensor('float32', [1, 8, 4096, 128]);
+const step = ek.tensor('float32', [1, 8, 1, 128]);
+const pos = ek.tensor('int64', [1], [0n]);
+for (let t = 0; t < 16; t++) {
+  step.data.fill(t);
+  pos.data[0] = BigInt(t);
+  ek.run('TensorScatter', [cache, step, pos], { axis: -2 });
+}
+
 const x = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]);
+
+// `data` is the dtype's array (README dtype table)
+export const f32: Float32Array = ek.tensor('float32', [1]).data;
+export const f64: Float64Array = ek.tensor('float64', [1]).data;
+export const f16: Uint16Array = ek.tensor('float16', [1]).data;
+export const bf16: Uint16Array = ek.tensor('bfloat16', [1]).data;
+export const e4m3: Uint8Array = ek.tensor('float8e4m3fn', [1]).data;
+export const e8m0: Uint8Array = ek.tensor('float8e8m0', [1]).data;
+export const fp4: Uint8Array = ek.tensor('float4e2m1', [1]).data;
+export const i8: Int8Array = ek.tensor('int8', [1]).data;
+export const u8: Uint8Array = ek.tensor('uint8', [1]).data;
+export const b: Uint8Array = ek.tensor('bool', [1]).data;
+export const i16: Int16Array = ek.tensor('int16', [1]).data;
+export const u16: Uint16Array = ek.tensor('uint16', [1]).data;
+export const i32: Int32Array = ek.tensor('int32', [1]).data;
+export const u32: Uint32Array = ek.tensor('uint32', [1]).data;
+export const i64: BigInt64Array = ek.tensor('int64', [1]).data;
+export const u64: BigUint64Array = ek.tensor('uint64', [1]).data;
+export const i4: Uint8Array = ek.tensor('int4', [2]).data;
+export const u2: Uint8Array = ek.tensor('uint2', [4]).data;
+export const c64: Float32Array = ek.tensor('complex64', [1]).data;
+export const c128: Float64Array = ek.tensor('complex128', [1]).data;
+export const s: string[] = ek.tensor('string', [1]).data;
+// @ts-expect-error float32 data is not a BigInt64Array (nor any)
+export const wrong: BigInt64Array = ek.tensor('float32', [1]).data;
+// a dtype known only at run time: the union of all of them
+const d: DType | number = 1;
+export const any: TypedData | string[] = ek.tensor(d, [1]).data;
+export const narrowed: Tensor<'float32'> = cache;
+export const wide: Tensor = cache;
 
 // inferred types of public values must be nameable from the package root (declaration emit)
 export const data = x.data;
