@@ -126,7 +126,13 @@ export class Kernels implements TensorOwner, OpContext {
     return t;
   }
 
-  /** Runs an operator (see the registry in the README). */
+  /**
+   * Runs an operator (see the registry in the README). The outputs are package tensors
+   * (null for a skipped slot), except output 0 of an in-place operator given a plain cache
+   * as input 0: that plain object itself.
+   */
+  run(opType: string, inputs: readonly [Tensor | null | undefined, ...Input[]], attributes?: Record<string, unknown>, options?: RunOptions): (Tensor | null)[];
+  run(opType: string, inputs: readonly Input[], attributes?: Record<string, unknown>, options?: RunOptions): (Tensor | PlainTensor | null)[];
   run(opType: string, inputs: readonly Input[], attributes: Record<string, unknown> = {}, options: RunOptions = {}): (Tensor | PlainTensor | null)[] {
     this.assertAlive();
     const op = OPS.get(opType);

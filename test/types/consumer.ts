@@ -15,7 +15,16 @@ for (let t = 0; t < 16; t++) {
   ek.run('TensorScatter', [cache, step, pos], { axis: -2 });
 }
 
+// README, CumSum: an output of run() fills the next call's outputs
 const x = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]);
+const axis = { dtype: 'int64', shape: [], data: [-1n] };
+const [y] = ek.run('CumSum', [x, axis], { exclusive: 1, reverse: 1 });
+ek.run('CumSum', [x, axis], { exclusive: 1, reverse: 1 }, { outputs: [y] });
+// with a plain cache as input 0 of an in-place operator, output 0 is that plain object
+const plainCache = { dtype: 'float32', shape: [1, 1, 2, 1], data: new Float32Array(2) };
+const [same] = ek.run('TensorScatter', [plainCache, { dtype: 'float32', shape: [1, 1, 1, 1], data: [1] }, pos], { axis: -2 });
+// @ts-expect-error not necessarily a Tensor
+export const notTensor: Tensor = same!;
 
 // `data` is the dtype's array (README dtype table)
 export const f32: Float32Array = ek.tensor('float32', [1]).data;
