@@ -33,8 +33,8 @@ export interface KVCacheOptions {
   headDim: number;
   /** Cache rows per sequence (without window), or the longest allowed sequence (with window; default unbounded). */
   capacity?: number;
-  /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' / 'float8e4m3fn' with one float32 scale per (token, head) row. */
-  dtype?: string;
+  /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' / 'float8e4m3fn' with one float32 scale per (token, head) row; or its ONNX TensorProto code. */
+  dtype?: string | number;
   /** Query heads of a decode step (default kvHeads): sizes the query buffer allocated up front, so decode steps allocate nothing. */
   queryHeads?: number;
   /** Sliding window: the query at position p sees p − window + 1 … p (a circular buffer of window + maxAppend − 1 rows). */

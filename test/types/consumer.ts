@@ -26,6 +26,9 @@ const [same] = ek.run('TensorScatter', [plainCache, { dtype: 'float32', shape: [
 // @ts-expect-error not necessarily a Tensor
 export const notTensor: Tensor = same!;
 
+// README KVCache: 'a dtype may also be given by its ONNX TensorProto code'
+ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 8, dtype: 10 }).dispose();
+
 // `data` is the dtype's array (README dtype table)
 export const f32: Float32Array = ek.tensor('float32', [1]).data;
 export const f64: Float64Array = ek.tensor('float64', [1]).data;
