@@ -1,7 +1,7 @@
-// A TypeScript consumer of the built package, type-checked by test/types.test.ts (strict,
-// skipLibCheck false, declarations emitted): `edgekernels` resolves to dist/index.d.ts
-// through package.json `exports`, as in a project that installed the package.
-import { init, KernelError, OPS, type DType, type Tensor, type TypedData } from 'edgekernels';
+// A TypeScript consumer of the package, type-checked by test/types.test.ts (strict,
+// skipLibCheck false, declarations emitted) in a temporary project where `edgekernels` is
+// installed: dist/index.d.ts through package.json `exports`.
+import { init, KernelError, OPS, type Llama, type DType, type Tensor, type TypedData } from 'edgekernels';
 
 const ek = await init();
 
@@ -64,6 +64,11 @@ export const data = x.data;
 export const outs = ek.run('Cast', [x], { to: 'float16' });
 export const exportsOf = ek.exports;
 export const prepare = ek.prepareOutputs;
+export const owner = x.owner;
+const kv = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 8 });
+export const setLengths = kv.setLengthsFromMask;
+declare const model: Llama;
+export const llmKernels = model.kernels;
 export const ops = OPS;
 
 try {
