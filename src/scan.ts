@@ -410,6 +410,9 @@ function stepScan(
     for (let s = 0; s < N; s++) {
       const t = reverse ? N - 1 - s : s;
       const at = `step ${s}${reverse ? ` (index ${t})` : ''}`;
+      // the caller's xs tensors are read again at every step: one the combine function
+      // disposed (its block freed, perhaps reused since) is an error, not a read of that block
+      xT.forEach((x, j) => x.assertAlive(`scan ${xLeaves[j].path} at ${at} (disposed during the scan)`));
       // slices of xs along dim, as package tensors
       const slices = xT.map((x, j) => {
         const [O, , I] = xFold[j];
@@ -440,6 +443,7 @@ function stepScan(
         throw e;
       }
       try {
+        if (ek.disposed) fail('DISPOSED', `scan combineFn disposed the Kernels instance at ${at}`);
         // the combine function may not modify (or dispose) its inputs
         inputs.forEach((inp, j) => {
           if (inp.t.disposed) fail('INVALID_ARGUMENT', `scan combineFn disposed its input ${inp.path} at ${at}; inputs belong to the scan`);

@@ -497,6 +497,29 @@ describe('scan: rules and errors', () => {
     }, 'INVALID_ARGUMENT', /disposed its input carry/);
   });
 
+  it('xs disposed by the combine function is DISPOSED at the next step, never a read of its freed block', async () => {
+    const x = ek.tensor('float32', [4, 2], [1, 1, 1, 1, 1, 1, 1, 1]);
+    const c = ek.tensor('float32', [2]);
+    const live = ek.stats().tensorsLive;
+    let step = 0;
+    expectKernelError(() => ek.scan((carry: Tensor, s: Tensor) => {
+      if (step++ === 0) {
+        x.dispose();
+        ek.tensor('float32', [4, 2]).data.fill(999); // reuses x's block (then released by the scan)
+      }
+      return [copy(carry), copy(s)];
+    }, c, x), 'DISPOSED', /scan xs at step 1 \(disposed during the scan\)/);
+    expect(step).toBe(1);
+    expect(ek.stats().tensorsLive).toBe(live - 1); // x
+    c.dispose();
+    // the instance disposed by the combine function: DISPOSED, not a complaint about its inputs
+    const ek2 = await init();
+    expectKernelError(() => ek2.scan(() => {
+      ek2.dispose();
+      return [null, null];
+    }, ek2.tensor('float32', []), ek2.tensor('float32', [3])), 'DISPOSED', /combineFn disposed the Kernels instance at step 0/);
+  });
+
   it('errors thrown by the combine function propagate and release every intermediate tensor', () => {
     const { c, x } = mk();
     const live = ek.stats().tensorsLive;
