@@ -110,6 +110,19 @@ export class Kernels implements TensorOwner, OpContext {
     return linearScanImpl(this, a, b, h0, options);
   }
 
+  /**
+   * @internal — tensors a package object allocated for itself (a KVCache's storage and
+   * buffers, a Llama's weights): they live until that object's dispose(), so scan never
+   * releases them as temporaries of a combine function that created (or grew) the object.
+   */
+  readonly held = new WeakSet<Tensor>();
+
+  /** @internal — marks `t` as held (see `held`) and returns it. */
+  hold<T extends Tensor>(t: T): T {
+    this.held.add(t);
+    return t;
+  }
+
   /** Allocates a tensor in linear memory; zero-filled unless `data` is given. */
   tensor<D extends DType>(dtype: D, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor<D>;
   tensor(dtype: DType | string | number, shape: readonly number[], data?: ArrayLike<unknown> | Iterable<unknown>): Tensor;

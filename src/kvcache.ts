@@ -167,12 +167,12 @@ export class KVCache {
     if (qh % this.kvHeads !== 0) bad('INVALID_ARGUMENT', `kvCache queryHeads: expected a multiple of kvHeads (${this.kvHeads}), got ${qh}`);
     const total = this.layers * 2 * this.batch * this.kvHeads * this.rows * this.headDim;
     if (total * this.elemBytes > 2 ** 32) bad('OUT_OF_MEMORY', `kvCache: ${total * this.elemBytes} bytes do not fit a 32-bit memory`);
-    this.storage = ek.tensor(this.dtype, [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]);
+    this.storage = ek.hold(ek.tensor(this.dtype, [this.layers, 2, this.batch, this.kvHeads, this.rows, this.headDim]));
     let meta: Tensor | null = null;
     try {
-      if (SCALED(this.dtype)) this.scales = ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]);
-      meta = ek.tensor('int32', [2 * this.batch + 1]);
-      this.qbuf = ek.tensor('float32', [this.batch * qh * this.headDim]);
+      if (SCALED(this.dtype)) this.scales = ek.hold(ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]));
+      meta = ek.hold(ek.tensor('int32', [2 * this.batch + 1]));
+      this.qbuf = ek.hold(ek.tensor('float32', [this.batch * qh * this.headDim]));
     } catch (e) {
       this.storage.dispose();
       this.scales?.dispose();
@@ -431,7 +431,7 @@ export class KVCache {
   private attendTrt(L: number, q: Tensor, out: Tensor, scale: number, causal: boolean, packed: boolean, qLen: Int32Array, kvLens: Int32Array): void {
     const B = this.batch, n = q.size;
     if (this.qbuf === null || this.qbuf.size < n) {
-      const grown = this.ek.tensor('float32', [Math.max(n, this.qbuf ? 2 * this.qbuf.size : 0)]);
+      const grown = this.ek.hold(this.ek.tensor('float32', [Math.max(n, this.qbuf ? 2 * this.qbuf.size : 0)]));
       this.qbuf?.dispose();
       this.qbuf = grown;
     }

@@ -432,8 +432,9 @@ function stepScan(
       ];
       const before = inputs.map((i) => bytesOf(ek, i.t));
       const liveBefore = new Set(live);
+      // (tensors of package objects the call created or grew, a KVCache's, are not temporaries)
       const cleanupCall = () => {
-        for (const v of [...live]) if (!liveBefore.has(v) && !owned.has(v)) v.dispose();
+        for (const v of [...live]) if (!liveBefore.has(v) && !owned.has(v) && !ek.held.has(v)) v.dispose();
       };
       let result: unknown;
       try {

@@ -737,3 +737,38 @@ describe('linearScan', () => {
   });
 });
 
+
+describe('scan: package objects used inside the combine function', () => {
+  it('a KVCache created, or whose query buffer grows, inside a step keeps its storage (scan releases only temporaries)', () => {
+    const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 8 });
+    const k = ek.tensor('float32', [1, 1, 4, 4], Array.from({ length: 16 }, (_, i) => i / 16));
+    cache.append(0, k, k);
+    const q = ek.tensor('float32', [1, 1, 4, 4], new Float32Array(16).fill(0.5));
+    const ref = cache.attend(0, q, { impl: 'builtin' });
+    const want = Array.from(ref.data as Float32Array);
+    ref.dispose();
+    let inner: ReturnType<Kernels['kvCache']> | undefined;
+    const live = ek.stats().tensorsLive;
+    const [c, ys] = ek.scan((carry: Tensor) => {
+      // four query rows need a bigger TRT_Attention query buffer than the one made up front
+      const y = cache.attend(0, q, { impl: 'TRT_Attention' });
+      inner ??= ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
+      return [ek.tensor('float32', [1], carry.data as Float32Array), y];
+    }, ek.tensor('float32', [1]), ek.tensor('float32', [2, 1]));
+    // + the inline init and xs, c, ys, the grown query buffer (the old one went), inner's 3 tensors
+    expect(ek.stats().tensorsLive).toBe(live + 2 + 2 + 3);
+    // whatever takes the blocks the scan released is never written by the caches
+    const fills = Array.from({ length: 64 }, () => ek.tensor('float32', [4], [7, 7, 7, 7]));
+    const row = ek.tensor('float32', [1, 1, 1, 4], [9, 9, 9, 9]);
+    inner!.append(0, row, row);
+    const y = cache.attend(0, q, { impl: 'TRT_Attention' });
+    for (const f of fills) expect(Array.from(f.data as Float32Array)).toEqual([7, 7, 7, 7]);
+    expect(Array.from(inner!.keys(0).data as Float32Array).slice(0, 4)).toEqual([9, 9, 9, 9]);
+    for (const got of [Array.from(y.data as Float32Array), Array.from(ys.data as Float32Array).slice(16)]) {
+      got.forEach((v, i) => expect(v).toBeCloseTo(want[i], 5));
+    }
+    for (const t of [...fills, row, y, c, ys, k, q]) t.dispose();
+    inner!.dispose();
+    cache.dispose();
+  });
+});

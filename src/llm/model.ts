@@ -116,7 +116,7 @@ export class Llama {
     let total = 0;
     const off: Record<string, number> = {};
     for (const [name, n] of Object.entries(sizes)) { off[name] = total; total += Math.ceil(n / 4) * 4 + 4; }
-    this.act = ek.tensor('float32', [total]);
+    this.act = ek.hold(ek.tensor('float32', [total]));
     const base = this.act.byteOffset;
     this.ptr = Object.fromEntries(Object.entries(off).map(([n, o]) => [n, base + o * 4])) as Llama['ptr'];
     const view = (p: number, shape: number[]) => new Tensor(ek, F32, shape, p);
@@ -137,10 +137,10 @@ export class Llama {
     if (!c.sharedClassifier) all.push(['wcls', Q.wcls]);
     let codeBytes = 0, floats = (2 * c.nLayers + 1) * c.dim;
     for (const [, m] of all) { codeBytes += m.rows * m.cols; floats += (m.rows * m.cols) / gs; }
-    const codes = ek.tensor('int8', [codeBytes]);
+    const codes = ek.hold(ek.tensor('int8', [codeBytes]));
     let weights: Tensor;
     try {
-      weights = ek.tensor('float32', [floats]);
+      weights = ek.hold(ek.tensor('float32', [floats]));
     } catch (e) {
       codes.dispose();
       throw e;
@@ -175,7 +175,7 @@ export class Llama {
 
   private loadF32(checkpoint: Uint8Array, layout: WeightLayout): Tensor {
     const ek = this.ek, c = this.config;
-    const weights = ek.tensor('float32', [layout.total]);
+    const weights = ek.hold(ek.tensor('float32', [layout.total]));
     new Uint8Array(ek.memory.buffer, weights.byteOffset, layout.total * 4).set(checkpoint.subarray(HEADER_BYTES, HEADER_BYTES + layout.total * 4));
     {
       // Repack every matrix in place (through a copy of it): rows16 layout, same offsets.
