@@ -514,7 +514,8 @@ function stepScan(
           });
         }
         const next: Tensor[] = cLeaves.map((l) => {
-          if (l.value instanceof Tensor && !liveBefore.has(l.value)) return l.value; // created by the call: taken over
+          // allocated by the call: taken over (a view, a KVCache's keys(l), is no allocation: copied)
+          if (l.value instanceof Tensor && live.has(l.value) && !liveBefore.has(l.value)) return l.value;
           const tmp: Tensor[] = [];
           const v = asTensor(ek, l.value, l.path, tmp);
           return tmp.length ? v : clone(ek, v); // plain → new tensor; pre-existing tensor → copy

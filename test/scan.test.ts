@@ -664,6 +664,22 @@ describe('scan: ownership of what the combine function returns', () => {
     expect(ek.stats().tensorsLive).toBe(live + 2 + 2); // two inline inputs + c, ys
   });
 
+  it('a view (a KVCache\'s keys(l)) returned as nextCarry is copied, never taken or disposed', () => {
+    const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 2, capacity: 2 });
+    const view = cache.keys(0);
+    const live = ek.stats().tensorsLive;
+    const [c, ys] = ek.scan(() => [view, ek.tensor('float32', [1])], ek.tensor('float32', [1, 1, 2, 2]), ek.tensor('float32', [3, 1]));
+    expect(c).not.toBe(view);
+    expect(view.disposed).toBe(false);
+    expect(cache.keys(0)).toBe(view);
+    expect(ek.stats().tensorsLive).toBe(live + 2 + 2); // two inline inputs + c, ys
+    const row = ek.tensor('float32', [1, 1, 1, 2], [5, 6]);
+    cache.append(0, row, row);
+    expect(Array.from(c.data as Float32Array)).toEqual([0, 0, 0, 0]); // the final carry is not the cache
+    for (const t of [c, ys, row]) t.dispose();
+    cache.dispose();
+  });
+
   it('plain outputs are converted; a plain output viewing a fresh tensor of the call is copied before allocating', () => {
     const [c, ys] = ek.scan((carry: Tensor, x: Tensor) => {
       const t = ek.tensor('float64', [2], [(carry.data as Float64Array)[0] + (x.data as Float64Array)[0], 0]);
