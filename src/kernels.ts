@@ -179,6 +179,13 @@ export class Kernels implements TensorOwner, OpContext {
         if (r !== undefined && r !== null && r !== true && r !== ts[op.inPlace]) {
           throw new KernelError('INVALID_ARGUMENT', `${opType} outputs[0]: the operator updates ${op.inputs[op.inPlace].name} in place; pass that tensor or leave the slot empty`);
         }
+        // that input is output 0: another input sharing its memory would be read as it is written
+        const cache = ts[op.inPlace]!;
+        ts.forEach((x, i) => {
+          if (x && i !== op.inPlace && overlaps(x, cache)) {
+            throw new KernelError('ALIASING', `${opType} input ${op.inputs[i].name}: overlaps ${op.inputs[op.inPlace!].name}, which the operator updates in place (output 0)`);
+          }
+        });
       }
       const out = op.run(this, ts, attrs, requests);
       const result: (Tensor | PlainTensor | null)[] = out;

@@ -273,6 +273,8 @@ describe('bad inputs: a KernelError naming the input, and nothing written', () =
     ['KV: padded lengths longer than S', () => ek.run('TRT_KVCacheUpdate', [kv, kvUpd, null, t([3], 'int32', [0, 3, 3])]), 'INVALID_VALUE', /update_lengths.*3 rows, more than the update's 2/],
     ['plain data of the wrong length', () => ek.run('TensorScatter', [cache, { dtype: 'float32', shape: [2, 3, 2, 4], data: [1, 2] }]), 'INVALID_SHAPE', /update\.data.*48.*got 2/],
     ['unknown dtype', () => ek.run('TensorScatter', [cache, { dtype: 'float128', shape: [2, 3, 2, 4], data: [] }]), 'INVALID_DTYPE', /float128/],
+    ['update is the cache (circular: rows read after being overwritten)', () => ek.run('TensorScatter', [cache, cache, idx], { mode: 'circular' }), 'ALIASING', /input update: overlaps past_cache, which the operator updates in place/],
+    ['KV: update is the cache', () => ek.run('TRT_KVCacheUpdate', [kv, kv]), 'ALIASING', /input update: overlaps past_cache/],
     ['a foreign output request', () => ek.run('TensorScatter', [cache, upd, idx], {}, { outputs: [42 as never] }), 'INVALID_ARGUMENT', /outputs\[0\]/],
   ];
 
