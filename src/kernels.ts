@@ -174,6 +174,9 @@ export class Kernels implements TensorOwner, OpContext {
         }
         return this.asTensor(x, `${opType} input ${slot.name}`, temps);
       });
+      // converting a plain input runs the caller's code (getters, an iterable's next()), which
+      // may have disposed a tensor checked before it: checked again, all of them at once
+      ts.forEach((t, i) => t?.assertAlive(`${opType} input ${op.inputs[i].name}`));
       if (op.inPlace !== undefined) {
         const r = requests[0];
         if (r !== undefined && r !== null && r !== true && r !== ts[op.inPlace]) {

@@ -248,6 +248,9 @@ export class KVCache {
       bad('INVALID_SHAPE', `kvCache.append k: expected padded [${B},${H},S,${D}] or packed [T,${H},${D}], got ${show([...k.shape])}`);
     }
     const counts = this.readCounts(opts, packed, S);
+    // reading opts.lengths ran the caller's code (getters, a Proxy), which may dispose k or v
+    k.assertAlive('kvCache k');
+    v.assertAlive('kvCache v');
     if (this.pending !== null) {
       if (this.written[L]) bad('INVALID_ARGUMENT', `kvCache.append layer ${L}: already appended in this step; call advance() first`);
       for (let b = 0; b < B; b++) {
@@ -345,7 +348,8 @@ export class KVCache {
     knownOptions(opts, ATTEND_OPTIONS, 'kvCache.attend options');
     const scale = opts.scale ?? 1 / Math.sqrt(D);
     if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
-    if (opts.impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(opts.impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(opts.impl)}`);
+    const impl = opts.impl; // (each option read once: a getter may answer differently)
+    if (impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(impl)}`);
     const causal = opts.causal ?? true;
     if (typeof causal !== 'boolean') bad('INVALID_ARGUMENT', `kvCache.attend causal: expected a boolean, got ${show(opts.causal)}`);
     let packed: boolean, Hq: number, S: number;
@@ -379,6 +383,7 @@ export class KVCache {
       if (given.rank !== q.rank || given.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...given.shape])}`);
       if (overlaps(given, q) || this.overlapsCache(given)) bad('ALIASING', 'kvCache.attend out: overlaps q or the cache');
     }
+    q.assertAlive('kvCache q'); // (reading the options ran the caller's getters, which may dispose q)
     // ---- checks passed ----
     const kern = llmKernels(this.ek);
     const kvLens = new Int32Array(B);
@@ -389,9 +394,8 @@ export class KVCache {
     // circular rows with each query's lower bound.
     let work = 0;
     for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
-    const impl = opts.impl ?? 'auto';
     const oneRowPerHead = Hq === Hkv && qLen.every((n) => n <= 1);
-    const trt = impl === 'TRT_Attention' || (impl === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
+    const trt = impl === 'TRT_Attention' || ((impl ?? 'auto') === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
     if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
       const out = given ?? this.ek.tensor('float32', q.shape);
       try {

@@ -372,6 +372,7 @@ function fusedScan(ek: Kernels, op: number, init: unknown, xs: unknown, dim: num
   try {
     const c = asTensor(ek, init, 'init', temps);
     const x = asTensor(ek, xs, 'xs', temps);
+    c.assertAlive('init'); // (converting a plain xs runs the caller's code)
     ys = ek.tensor(x.dtype, x.shape);
     last = ek.tensor(c.dtype, c.shape);
     const [O, N, I] = fold(x.shape, dim);
@@ -401,6 +402,9 @@ function stepScan(
   try {
     const xT = xLeaves.map((l) => asTensor(ek, l.value, l.path, temps));
     const initT = initLeaves.map((l) => asTensor(ek, l.value, l.path, temps));
+    // (as in run(): converting a plain leaf runs the caller's code, which may dispose a tensor)
+    xT.forEach((t, j) => t.assertAlive(xLeaves[j].path));
+    initT.forEach((t, j) => t.assertAlive(initLeaves[j].path));
     let carry = initT.map((t) => {
       const c = clone(ek, t);
       owned.add(c);
@@ -669,6 +673,7 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
     try {
       const c = asTensor(ek, carry, `${what} carry`, temps);
       const xt = asTensor(ek, x, `${what} x`, temps);
+      c.assertAlive(`${what} carry`); // (converting a plain x runs the caller's code)
       next = ek.tensor(cm.info.name, shape);
       if (!kernel) {
         hostCombine(ek, name, c, xt, next);
@@ -754,6 +759,9 @@ export function linearScan(ek: Kernels, a: Tensor | PlainTensor, b: Tensor | Pla
     const at = asTensor(ek, a, 'linearScan a', temps);
     const bt = asTensor(ek, b, 'linearScan b', temps);
     const ht = asTensor(ek, h0, 'linearScan h0', temps);
+    // (converting a plain input runs the caller's code, which may dispose a tensor)
+    at.assertAlive('linearScan a');
+    bt.assertAlive('linearScan b');
     hs = ek.tensor(am.info.name, am.shape);
     last = ek.tensor(am.info.name, hShape);
     const [O, N, I] = fold(am.shape, d);

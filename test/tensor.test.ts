@@ -360,3 +360,66 @@ describe('host contract: outputs of a call that throws', () => {
     m.dispose();
   });
 });
+
+describe('caller code run while inputs are read (getters, iterables, Proxies)', () => {
+  /** A fresh instance with a cache tensor and a plain input whose data iterator disposes it and reuses its block. */
+  async function setup() {
+    const k = await init();
+    const cache = k.tensor('float32', [1, 4, 2]);
+    const state: { victim?: Tensor } = {};
+    function* rows() {
+      cache.dispose();
+      state.victim = k.tensor('float32', [1, 4, 2], new Float32Array(8).fill(7)); // first fit: the cache's block
+      yield 1;
+      yield 2;
+    }
+    return { k, cache, state, rows };
+  }
+
+  it('run: a tensor input disposed while a later plain input is converted is DISPOSED, nothing written', async () => {
+    const { k, cache, state, rows } = await setup();
+    expectKernelError(() => k.run('TensorScatter', [cache, { dtype: 'float32', shape: [1, 1, 2], data: rows() }]), 'DISPOSED', /TensorScatter input past_cache/);
+    expect(state.victim!.byteOffset).toBe(cache.byteOffset);
+    expect(Array.from(state.victim!.data as Float32Array)).toEqual([7, 7, 7, 7, 7, 7, 7, 7]);
+    k.dispose();
+  });
+
+  it('scan / linearScan / combiners: a tensor leaf disposed while a plain leaf is converted is DISPOSED', async () => {
+    const k = await init();
+    /** Plain data whose iterator disposes `t` and reuses its block. */
+    const disposing = (t: Tensor, n: number) => ({ dtype: 'float32', shape: [n], data: (function* () {
+      t.dispose();
+      k.tensor(t.dtype, t.shape);
+      for (let i = 0; i < n; i++) yield i;
+    })() });
+    const f32 = (shape: number[]) => k.tensor('float32', shape, new Float32Array(shape.reduce((a, b) => a * b, 1)).fill(1));
+    const live = k.stats().tensorsLive;
+    let a = f32([3]);
+    expectKernelError(() => k.scan((c: Tensor[]) => [c, null], [a, disposing(a, 2)], null, { length: 1 }), 'DISPOSED', /init\[0\]/);
+    a = f32([]);
+    expectKernelError(() => k.scan(k.combine.add, a, { ...disposing(a, 4), shape: [4] }), 'DISPOSED', /init/);
+    a = f32([4]);
+    expectKernelError(() => k.combine.max(a, disposing(a, 4)), 'DISPOSED', /combine.max carry/);
+    a = f32([4]);
+    expectKernelError(() => k.linearScan(a, disposing(a, 4), { dtype: 'float32', shape: [], data: [0] }), 'DISPOSED', /linearScan a/);
+    expect(k.stats().tensorsLive).toBe(live + 4); // the blocks the iterators took
+    k.dispose();
+  });
+
+  it('kvCache append / attend: k, v or q disposed by an option getter is DISPOSED, nothing written', async () => {
+    const k = await init();
+    const cache = k.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 2, capacity: 4 });
+    const row = () => k.tensor('float32', [1, 1, 1, 2], [1, 2]);
+    const kt = row(), vt = row();
+    const lengths = new Proxy([1], { get: (a, p) => { if (p === '0') kt.dispose(); return Reflect.get(a, p); } });
+    expectKernelError(() => cache.append(0, kt, vt, { lengths }), 'DISPOSED', /kvCache k/);
+    expect(cache.stepInProgress).toBe(false);
+    expect(Array.from(cache.keys(0).data as Float32Array)).toEqual(new Array(8).fill(0));
+    cache.append(0, row(), row());
+    const q = row(), out = row();
+    const opts = { get scale() { q.dispose(); return 1; }, out };
+    expectKernelError(() => cache.attend(0, q, opts), 'DISPOSED', /kvCache q/);
+    expect(Array.from(out.data as Float32Array)).toEqual([1, 2]);
+    k.dispose();
+  });
+});
