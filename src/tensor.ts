@@ -12,6 +12,8 @@ import { KernelError, show } from './errors.js';
 /** What a tensor needs from the instance that owns it. */
 export interface TensorOwner {
   readonly memory: WebAssembly.Memory;
+  /** True once the owner (a Kernels instance) is disposed: its views are dead too. */
+  readonly disposed?: boolean;
   releaseTensor(t: Tensor): void;
 }
 
@@ -60,7 +62,7 @@ export class Tensor<D extends DType = DType> {
   }
 
   get disposed(): boolean {
-    return !this.alive;
+    return !this.alive || this.owner.disposed === true;
   }
 
   /** The live data array (see the dtype table in the README). */
@@ -93,6 +95,8 @@ export class Tensor<D extends DType = DType> {
   /** @internal */
   assertAlive(what: string): void {
     if (!this.alive) throw new KernelError('DISPOSED', `${what}: the tensor (${this.dtype}${show(this.shape)}) was disposed`);
+    // a view (a KVCache's keys(l)) is in no live set, so ek.dispose() cannot mark it: ask the owner
+    if (this.owner.disposed === true) throw new KernelError('DISPOSED', `${what}: the tensor's Kernels instance was disposed`);
   }
 }
 

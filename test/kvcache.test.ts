@@ -799,6 +799,19 @@ describe('KVCache API audit', () => {
     }
   });
 
+  it('views of a cache whose Kernels instance was disposed (the cache itself not) are DISPOSED too', async () => {
+    const ek2 = await init();
+    const c = ek2.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4, dtype: 'int8' });
+    const views = [c.keys(0), c.values(0), c.keyScales(0), c.valueScales(0)];
+    for (const t of views) expect(t.disposed).toBe(false);
+    ek2.dispose();
+    for (const t of views) {
+      expect(t.disposed).toBe(true);
+      expectKernelError(() => t.data, 'DISPOSED');
+      expectKernelError(() => t.bytes(), 'DISPOSED');
+    }
+  });
+
   it('append k / v and attend out overlapping the scales of an int8 / fp8 cache are ALIASING, nothing written', () => {
     for (const dtype of ['int8', 'float8e4m3fn']) {
       // batch 2, headDim 4, capacity 4: a scales view [2, 1, 4] has the shape of packed [T=2, H=1, D=4] rows
