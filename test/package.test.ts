@@ -1,6 +1,6 @@
 /**
  * What `npm pack` / `npm publish` ship: `files` must hold every file the entries and their
- * declarations load, and nothing of the repository besides dist/, README.md and package.json;
+ * declarations load, and nothing of the repository besides dist/, README.md, package.json and LICENSE;
  * dist/ is not in git, so packing must build it first (prepack).
  */
 import { execFileSync } from 'node:child_process';
@@ -47,5 +47,7 @@ test('the tarball holds every file the entries and declarations load, and nothin
     expect(text, `${f} points to a source map that is not shipped`).not.toMatch(/sourceMappingURL/);
   }
   expect(missing).toEqual([]);
-  expect([...files].filter((f) => !f.startsWith('dist/') && f !== 'README.md' && f !== 'package.json')).toEqual([]);
+  expect([...files].filter((f) => !f.startsWith('dist/') && f !== 'README.md' && f !== 'package.json' && f !== 'LICENSE')).toEqual([]);
+  // the MIT notice package.json names ships with the package
+  expect(files.has('LICENSE')).toBe(true);
 });
