@@ -1094,7 +1094,12 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
 }
 
 // @ts-ignore: decorator
-@inline const QCH: usize = 1024; // elements per chunk of quantFloatRun (tmp holds 4·QCH bytes)
+@inline const QCH: usize = 1024; // elements per chunk of quantFloatRun
+
+/** Bytes of quantizeF32's `tmp` (quantFloatRun's chunk of float32 quotients). */
+export function quantizeF32ScratchBytes(): usize {
+  return QCH * 4;
+}
 
 /**
  * A run of a float target (float8, float4e2m1) at float32 precision, a chunk at a time:
@@ -1155,7 +1160,7 @@ function quantFloatRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI:
  * one per byte (the host packs them); float8 types one per byte. y = saturate(round(x / s)
  * + z) with round half to even (integers), or the float8/float4 rounding of x / s.
  * prec (1, 10, 16): the precision of the division (a 16-bit scale type rounds x / s to it).
- * tmp: scratch of 4·QCH bytes (float targets at prec 1; 0 otherwise).
+ * tmp: scratch of quantizeF32ScratchBytes() bytes (used by float targets at prec 1; 0: none).
  */
 export function quantizeF32(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
@@ -1183,7 +1188,7 @@ export function quantizeF32(
   if (prec == F32 && intByte) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false, false);
   else if (prec == F32 && wide) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I16, saturate, F32, lo, hi, true, false);
   else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false, false);
-  else if (prec == F32 && tmp != 0 && code >= E4M3FN && code <= F4 && code != U4 && code != I4) {
+  else if (prec == F32 && tmp != 0 && (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4)) {
     quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, F32, 0, 0, false, false, true, tmp);
   } else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide, true);
 }

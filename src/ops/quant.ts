@@ -21,8 +21,6 @@ import type { AttrValue, OpContext, OpDef } from './registry.js';
 
 /** Elements per pivot chunk (a multiple of 4 so packed types start on a byte). */
 const CHUNK = 16384;
-/** Bytes of quantizeF32's chunk buffer (4 · QCH of assembly/quant.ts). */
-const Q_TMP = 4096;
 
 /** Dtypes whose every value float32 holds exactly. */
 const F32_EXACT = new Set<DType>([
@@ -452,7 +450,7 @@ const quantizeLinear: OpDef = {
     const bits = DTYPES[out].bits;
     const needX = x!.dtype !== 'float32';
     const f64 = prec === PRECISION.float64;
-    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + Q_TMP) + 64;
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + (ctx.exports.quantizeF32ScratchBytes() >>> 0)) + 64;
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
