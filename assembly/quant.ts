@@ -258,34 +258,44 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 }
 
 /**
- * Sixteen float32 values (four vectors) → sixteen float8e4m3fn codes, saturating: the
- * encoder above specialized for e4m3fn with saturate=1, doing the clamps and the sign at
- * byte level (one instruction per 16 lanes instead of per 4). Same results bit for bit:
- *   * |x| is first clamped with pmin(|x|, 448) (pmin(a, b) = b < a ? b : a, so a NaN |x|
- *     stays NaN, Inf and every finite |x| > 448 become 448, whose code 0x7E is what the
- *     saturating clamp gives them: anything above 448 rounds to 448 or beyond).
- *   * the codes of finite lanes are then ≤ 0x7E; a NaN lane's code is above 0x7F and below
- *     0x7FFF (at most (0x7FFFFFFF − (120 << 23) + 0x80000) >> 20 = 0x440), so the
- *     signed i32 → i16 narrow keeps it, the unsigned i16 → u8 narrow saturates it to
- *     0xFF and one u8 min with 0x7F gives the NaN code 0x7F.
+ * Sixteen float32 values (four vectors) → sixteen float8 codes of type k (e4m3fn, e4m3fnuz,
+ * e5m2, e5m2fnuz), saturating: the encoder above specialized for saturate=1, doing the
+ * clamps, the NaN code and the sign at byte level (one instruction per 16 lanes instead of
+ * per 4). Same results bit for bit:
+ *   * |x| is first clamped with pmin(|x|, max) (pmin(a, b) = b < a ? b : a, so a NaN |x|
+ *     stays NaN, Inf and every finite |x| > max become max, whose code is what the
+ *     saturating clamp gives them: anything above max rounds to max or beyond). max is
+ *     448 (e4m3fn), 240 (e4m3fnuz), 57344 (both e5m2): codes 0x7E, 0x7F, 0x7B, 0x7F.
+ *   * the codes of finite lanes are then ≤ 0x7F; a NaN lane's code is above 0xFF and below
+ *     0x7FFF (at most (0x7FFFFFFF − ((127 − bias) << 23) + 2^(22 − M)) >> (23 − M) ≤ 0x440
+ *     for every bias ≥ 7, M ≤ 3), so the signed i32 → i16 narrow keeps it and the unsigned
+ *     i16 → u8 narrow saturates it to 0xFF; one u8 min with the NaN code (0x7F e4m3fn,
+ *     0x7E e5m2, 0x80 fnuz) then gives it and leaves every finite code alone.
  *   * the sign: a saturating signed narrow keeps the sign of each lane (a negative i32
  *     stays negative), so narrowing the raw bits twice and masking 0x80 gives each sign
- *     bit at its byte; it is or-ed onto the magnitude (the sign of NaN is kept, as the
- *     generic encoder does).
+ *     bit at its byte. e4m3fn / e5m2 or it onto every code (NaN keeps its sign, as the
+ *     generic encoder does); the fnuz types only onto codes 1…0x7F (no −0, one NaN).
  */
-@inline function e4m3SatV(q: v128): v128 {
-  const u = f32x4.pmin(v128.and(q, i32x4.splat(0x7FFFFFFF)), f32x4.splat(448));
-  const odd = v128.and(i32x4.shr_u(u, 20), i32x4.splat(1));
-  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(u, i32x4.splat((-120 << 23) + 0x7FFFF)), odd), 20);
-  const magic = i32x4.splat(141 << 23);
+@inline function satCodeV(q: v128, k: i32): v128 {
+  const M = mM(k), bias = mBias(k), shift = 23 - M;
+  const maxv: f32 = k == E4M3FN ? 448 : k == E4M3FNUZ ? 240 : 57344;
+  const u = f32x4.pmin(v128.and(q, i32x4.splat(0x7FFFFFFF)), f32x4.splat(maxv));
+  const odd = v128.and(i32x4.shr_u(u, shift), i32x4.splat(1));
+  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(u, i32x4.splat(((bias - 127) << 23) + ((1 << (shift - 1)) - 1))), odd), shift);
+  const magic = i32x4.splat((151 - bias - <i32>M) << 23);
   const den = i32x4.sub(f32x4.add(u, magic), magic);
-  return v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat(121 << 23)));
+  return v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat((128 - bias) << 23)));
+}
+@inline function satPack8(a: v128, b: v128, c: v128, d: v128, k: i32): v128 {
+  const mag = i8x16.min_u(i8x16.narrow_i16x8_u(
+    i16x8.narrow_i32x4_s(satCodeV(a, k), satCodeV(b, k)), i16x8.narrow_i32x4_s(satCodeV(c, k), satCodeV(d, k))),
+    i8x16.splat(<i8>mNan(k)));
+  let sign = v128.and(i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d)), i8x16.splat(<i8>0x80));
+  if (mFnuz(k)) sign = v128.and(sign, i8x16.lt_u(i8x16.sub(mag, i8x16.splat(1)), i8x16.splat(0x7F)));
+  return v128.or(mag, sign);
 }
 @inline function e4m3SatPack(a: v128, b: v128, c: v128, d: v128): v128 {
-  const mag = i8x16.narrow_i16x8_u(
-    i16x8.narrow_i32x4_s(e4m3SatV(a), e4m3SatV(b)), i16x8.narrow_i32x4_s(e4m3SatV(c), e4m3SatV(d)));
-  const sign = i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d));
-  return v128.or(i8x16.min_u(mag, i8x16.splat(0x7F)), v128.and(sign, i8x16.splat(<i8>0x80)));
+  return satPack8(a, b, c, d, E4M3FN);
 }
 
 // ---- float32 → minifloat loops ---------------------------------------------------
@@ -293,19 +303,20 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 @inline function loopEncode8(src: usize, dst: usize, n: usize, k: i32, saturate: bool): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
-    if (k == E4M3FN && saturate) {
+    if (saturate) {
       for (; i + 16 <= n; i += 16) {
         const p = src + (i << 2);
-        v128.store(dst + i, e4m3SatPack(v128.load(p), v128.load(p, 16), v128.load(p, 32), v128.load(p, 48)));
+        v128.store(dst + i, satPack8(v128.load(p), v128.load(p, 16), v128.load(p, 32), v128.load(p, 48), k));
       }
-    }
-    for (; i + 16 <= n; i += 16) {
-      const p = src + (i << 2);
-      const a = encodeMiniV(v128.load(p), k, saturate);
-      const b = encodeMiniV(v128.load(p, 16), k, saturate);
-      const c = encodeMiniV(v128.load(p, 32), k, saturate);
-      const d = encodeMiniV(v128.load(p, 48), k, saturate);
-      v128.store(dst + i, packBytes(a, b, c, d));
+    } else {
+      for (; i + 16 <= n; i += 16) {
+        const p = src + (i << 2);
+        const a = encodeMiniV(v128.load(p), k, false);
+        const b = encodeMiniV(v128.load(p, 16), k, false);
+        const c = encodeMiniV(v128.load(p, 32), k, false);
+        const d = encodeMiniV(v128.load(p, 48), k, false);
+        v128.store(dst + i, packBytes(a, b, c, d));
+      }
     }
   }
   for (; i < n; i++) store<u8>(dst + i, <u8>encodeMini(load<f32>(src + (i << 2)), k, saturate));
@@ -321,15 +332,18 @@ export function quantizeF32ToE4m3(src: usize, dst: usize, n: usize, saturate: bo
 // them directly; the generic switch below is for the pivot stages).
 /** Cast float32 → float8e4m3fnuz (saturate: ±240, else NaN 0x80). */
 export function castF32ToE4m3fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E4M3FNUZ, saturate);
+  if (saturate) loopEncode8(src, dst, n, E4M3FNUZ, true);
+  else loopEncode8(src, dst, n, E4M3FNUZ, false);
 }
 /** Cast float32 → float8e5m2 (saturate: ±57344, else ±Inf). */
 export function castF32ToE5m2(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E5M2, saturate);
+  if (saturate) loopEncode8(src, dst, n, E5M2, true);
+  else loopEncode8(src, dst, n, E5M2, false);
 }
 /** Cast float32 → float8e5m2fnuz (saturate: ±57344, else NaN 0x80). */
 export function castF32ToE5m2fnuz(src: usize, dst: usize, n: usize, saturate: bool): void {
-  loopEncode8(src, dst, n, E5M2FNUZ, saturate);
+  if (saturate) loopEncode8(src, dst, n, E5M2FNUZ, true);
+  else loopEncode8(src, dst, n, E5M2FNUZ, false);
 }
 
 /** Cast float32 → float16 (round to nearest even; overflow → ±Inf). */
