@@ -48,10 +48,13 @@ const ORT_TYPES = { float32: Float32Array, int64: BigInt64Array, int32: Int32Arr
 async function loadOrt(kind) {
   try {
     const ort = kind === 'web' ? await import('onnxruntime-web') : require('onnxruntime-node');
+    // errors only: onnxruntime-node otherwise prints a warning per TensorScatter run (its
+    // in-place path is not taken) through the process-wide logger, which the per-session
+    // logSeverityLevel below does not reach
+    ort.env.logLevel = 'error';
     if (kind === 'web') {
       ort.env.wasm.numThreads = 1;
       ort.env.wasm.proxy = false;
-      ort.env.logLevel = 'error';
     }
     return {
       ort,
