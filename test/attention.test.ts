@@ -400,6 +400,21 @@ describe('ONNX Attention matches the float64 reference', () => {
     expectClose(onlyQk[3]!, want3[3], 'qk only');
     onlyQk[3]!.dispose();
   });
+  it('float64 decode over a long past (the row-decode kernel on the float32 copies) stays inside its scratch', async () => {
+    // one query row, one head, 4200 + 1 keys: the float32 copies take the row-decode kernel,
+    // whose scores ((N + D)·4 bytes) outgrow the flash kernel's scratch; a fresh instance in
+    // debug mode, so the scratch is exactly what the call asked for and a write past it shows
+    const e = await init({ debug: true });
+    const r = rng(77);
+    const B = 1, H = 1, D = 4, P = 4200;
+    const inputs = [plain('float64', [B, H, 1, D], r), plain('float64', [B, H, 1, D], r), plain('float64', [B, H, 1, D], r), null,
+      plain('float64', [B, H, P, D], r), plain('float64', [B, H, P, D], r)];
+    const want = refOnnx(inputs, {});
+    const outs = e.run('Attention', inputs as never, {}) as Tensor[];
+    outs.slice(0, 3).forEach((t, i) => expectClose(t, want[i], `output ${i}`));
+    expect([...outs[1].data]).toEqual([...inputs[4]!.data, ...inputs[1]!.data]);
+    e.dispose();
+  });
 });
 
 describe('Inf / NaN in K and V: every build and path agrees', () => {

@@ -327,7 +327,13 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // (no `{ ...plan }` copies here: spreading a 25-field object made a slow dictionary-mode
   // object, which alone cost tens of µs per call at small sizes)
   const wantQk = job.qkMode != null;
-  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan), rowDecodeCapacity(plan));
+  // float64 (ONNX Attention): the kernel reads float32 copies of Q and of the (present) K / V
+  // and writes float32 rows of Y and qk_matmul_output, widened into the outputs afterwards.
+  // The scratch is sized for the plan runAttentionPlan gets, float32 then (a copy of the plan,
+  // for float64 only): it may take the row-decode kernel, whose scores need (N + D)·4 bytes
+  const wide = Q.dtype === 'float64';
+  const rowDecodeN = rowDecodeCapacity(wide ? { ...plan, qDtype: 'float32', kDtype: 'float32', vDtype: 'float32', outDtype: 'float32' } : plan);
+  const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan), rowDecodeN);
   // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
   // a failing scratch request then leaves no freshly allocated output behind
   const produced = (i: number) => {
@@ -338,9 +344,6 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // Y skipped (options.outputs[0] = null) still needs rows to write: scratch
   const ySpec = job.outSpecs[0]!;
   const yScratch = produced(0) ? 0 : pad16(ySpec.shape.reduce((a, x) => a * x, 1) * bytesOf(ySpec.dtype)) + 16;
-  // float64 (ONNX Attention): the kernel reads float32 copies of Q and of the (present) K / V
-  // and writes float32 rows of Y and qk_matmul_output, widened into the outputs afterwards
-  const wide = Q.dtype === 'float64';
   const kvRows = job.concat ? job.concat.B * job.concat.H * (job.concat.P + job.concat.S) : 0;
   const kElems = job.concat ? kvRows * job.concat.D : K.size, vElems = job.concat ? kvRows * job.concat.Dv : V.size;
   const yElems = ySpec.shape.reduce((a, x) => a * x, 1);
