@@ -415,6 +415,20 @@ describe('ONNX Attention matches the float64 reference', () => {
     expect([...outs[1].data]).toEqual([...inputs[4]!.data, ...inputs[1]!.data]);
     e.dispose();
   });
+  it('a float64 mask of finfo(float64).min hides nothing by itself: a row of it is a softmax of equal scores, not zeros', () => {
+    // row 0: both keys at the float64 minimum (finite): uniform weights, as onnx.reference computes
+    // in float64; row 1: key 0 at the minimum, key 1 at 0: only key 1
+    const MIN = -1.7976931348623157e308;
+    for (const e of [ek, eks]) {
+      for (const dtype of ['float64', 'float32']) {
+        const inputs = [{ dtype, shape: [1, 1, 2, 2], data: [1, 0, 1, 0] }, { dtype, shape: [1, 1, 2, 2], data: [1, 0, 0, 1] },
+          { dtype, shape: [1, 1, 2, 1], data: [1, 3] }, { dtype: 'float64', shape: [2, 2], data: [MIN, MIN, MIN, 0] }];
+        const [y] = e.run('Attention', inputs as never, {}) as Tensor[];
+        expect([...(y.data as Float64Array)], `${dtype} Q`).toEqual([2, 3]);
+        y.dispose();
+      }
+    }
+  });
 });
 
 describe('Inf / NaN in K and V: every build and path agrees', () => {

@@ -283,8 +283,14 @@ function decoder(dtype: string): (x: number) => number {
     const f = new Float32Array(1), u = new Uint32Array(f.buffer);
     return (x) => { u[0] = x << 16; return f[0]; };
   }
+  // a finite float64 beyond float32's range (torch.finfo(float64).min, the usual "masked"
+  // value of float64 models) stays finite: rounded to −∞ it would hide the key, and a row of
+  // such values would give zeros instead of the softmax of equal scores onnx.reference gives
+  if (dtype === 'float64') return (x) => (x > F32_MAX && x !== Infinity ? F32_MAX : x < -F32_MAX && x !== -Infinity ? -F32_MAX : x);
   return (x) => x;
 }
+
+const F32_MAX = 3.4028234663852886e38;
 
 function f16ToF32(h: number): number {
   const s = h & 0x8000 ? -1 : 1, e = (h >> 10) & 0x1f, m = h & 0x3ff;
