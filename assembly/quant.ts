@@ -1074,14 +1074,13 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
 }
 
 /**
- * anyRun (a literal): call the one run-time-generic copy of quantRun (quantRunAny) instead of
- * inlining it; floatRun (a literal): call quantFloatRun (float targets at float32 precision,
- * tmp its chunk buffer).
+ * chunk (a literal): call quantChunkRun (every case the specialized quantRun instantiations
+ * do not take; tmp its chunk buffer) instead of inlining quantRun.
  */
 @inline function quantLoop(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
-  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool, anyRun: bool,
-  floatRun: bool = false, tmp: usize = 0,
+  sO: i32, sD: i32, sI: i32, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
+  chunk: bool = false, tmp: usize = 0,
 ): void {
   const es: usize = wide ? 2 : 1;
   const inr = <usize>inner;
@@ -1092,14 +1091,12 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
       const sp = scales + sidx, zp = zps != 0 ? zps + sidx : 0;
       const e0 = (<usize>o * <usize>D + <usize>d0) * inr;
       if (sI == 0) {
-        if (floatRun) quantFloatRun(x + (e0 << 2), y + e0, <usize>rows * inr, sp, zp, 0, code, saturate, tmp);
-        else if (anyRun) quantRunAny(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
+        if (chunk) quantChunkRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide, tmp);
         else quantRun(x + (e0 << 2), y + e0 * es, <usize>rows * inr, sp, zp, 0, code, saturate, prec, lo, hi, wide);
       } else {
         for (let r = 0; r < rows; r++) {
           const e = e0 + <usize>r * inr;
-          if (floatRun) quantFloatRun(x + (e << 2), y + e, inr, sp, zp, 1, code, saturate, tmp);
-          else if (anyRun) quantRunAny(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
+          if (chunk) quantChunkRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide, tmp);
           else quantRun(x + (e << 2), y + e * es, inr, sp, zp, 1, code, saturate, prec, lo, hi, wide);
         }
       }
@@ -1108,62 +1105,114 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
 }
 
 // @ts-ignore: decorator
-@inline const QCH: usize = 1024; // elements per chunk of quantFloatRun
+@inline const QCH: usize = 1024; // elements per chunk of quantChunkRun
 
-/** Bytes of quantizeF32's `tmp` (quantFloatRun's chunk of float32 quotients). */
+/** Bytes of quantizeF32's `tmp` (quantChunkRun's chunk of float32 quotients). */
 export function quantizeF32ScratchBytes(): usize {
   return QCH * 4;
 }
 
 /**
- * A run of a float target (float8, float4e2m1) at float32 precision, a chunk at a time:
- * q = x / s (x · (1/s) when that is exact, as quantRun), + z for float4e2m1 (see quantOne),
- * into tmp, then the target's own encoder — the same encodeMiniV / encodeMini (or the
- * byte-level e4m3fn one, equal bit for bit), so the same codes as quantRun gives, without
- * the generic loop's run-time type tests around every vector (which made it 3–4× slower
- * than a Cast to the same type).
+ * Quotients for quantChunkRun: q[i] = x[i] / s (s = s[0], or s[i] when sI = 1) as quantOne
+ * computes it — operands and result rounded to the precision prec (float32: x · (1/s) when
+ * that is exact, as quantRun) — plus the zero point for float4e2m1 (f4; see quantOne).
  */
-function quantFloatRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32, code: i32, saturate: bool, tmp: usize): void {
+@inline function quotRun(x: usize, q: usize, m: usize, s: usize, z: usize, sI: i32, prec: i32, f4: bool): void {
+  let i: usize = 0;
+  if (sI == 0) {
+    const s0 = load<f32>(s), z0 = z != 0 ? load<f32>(z) : NO_ZP;
+    const recip = prec == F32 && exactRecip(s0);
+    const sr = roundToPrecision(s0, prec);
+    if (ASC_FEATURE_SIMD) {
+      const sv = f32x4.splat(recip ? <f32>1 / s0 : sr), zv = f32x4.splat(z0);
+      for (; i + 4 <= m; i += 4) {
+        const v = v128.load(x + (i << 2));
+        const r = recip ? f32x4.mul(v, sv) : roundToPrecisionV(f32x4.div(roundToPrecisionV(v, prec), sv), prec);
+        v128.store(q + (i << 2), f4 ? f32x4.add(r, zv) : r);
+      }
+    }
+    for (; i < m; i++) {
+      const r = roundToPrecision(roundToPrecision(load<f32>(x + (i << 2)), prec) / sr, prec);
+      store<f32>(q + (i << 2), f4 ? r + z0 : r);
+    }
+  } else {
+    if (ASC_FEATURE_SIMD) {
+      for (; i + 4 <= m; i += 4) {
+        const r = roundToPrecisionV(f32x4.div(roundToPrecisionV(v128.load(x + (i << 2)), prec), roundToPrecisionV(v128.load(s + (i << 2)), prec)), prec);
+        v128.store(q + (i << 2), f4 ? f32x4.add(r, z != 0 ? v128.load(z + (i << 2)) : f32x4.splat(NO_ZP)) : r);
+      }
+    }
+    for (; i < m; i++) {
+      const r = roundToPrecision(roundToPrecision(load<f32>(x + (i << 2)), prec) / roundToPrecision(load<f32>(s + (i << 2)), prec), prec);
+      store<f32>(q + (i << 2), f4 ? r + (z != 0 ? load<f32>(z + (i << 2)) : NO_ZP) : r);
+    }
+  }
+}
+
+/**
+ * Integer codes from quotients (quantOne's integer part): round half to even, clamp to
+ * [lo − z, hi − z] (NaN → lo − z), + z; one byte each, or two when wide. z: z[0], or z[i]
+ * when zI = 1; 0: no zero point.
+ */
+function quantIntRun(q: usize, y: usize, m: usize, z: usize, zI: i32, lo: f32, hi: f32, wide: bool): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) {
+    const z0 = f32x4.splat(z != 0 ? load<f32>(z) : NO_ZP);
+    for (; i + 4 <= m; i += 4) {
+      const zv = zI != 0 && z != 0 ? v128.load(z + (i << 2)) : z0;
+      let t = f32x4.nearest(v128.load(q + (i << 2)));
+      t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), zv), t); // pmax(a, b) = a < b ? b : a: NaN → lo − z
+      t = f32x4.pmin(f32x4.sub(f32x4.splat(hi), zv), t);
+      const r = i32x4.trunc_sat_f32x4_s(f32x4.add(t, zv));
+      if (wide) {
+        v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
+      } else {
+        const b = v128.and(r, i32x4.splat(0xFF));
+        v128.store32_lane(y + i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(b, b), b), 0);
+      }
+    }
+  }
+  for (; i < m; i++) {
+    const zz = z != 0 ? load<f32>(z + (zI != 0 ? i << 2 : 0)) : NO_ZP;
+    let t = nearest<f32>(load<f32>(q + (i << 2)));
+    t = select<f32>(t, lo - zz, t > lo - zz);
+    t = select<f32>(t, hi - zz, t < hi - zz);
+    const r = <u32>(<i32>(t + zz));
+    if (wide) store<u16>(y + (i << 1), <u16>r);
+    else store<u8>(y + i, <u8>r);
+  }
+}
+
+/**
+ * Every QuantizeLinear run the specialized quantRun instantiations do not take (float
+ * targets, and any target at float16 / bfloat16 division precision), a chunk of QCH at a
+ * time: the quotients into tmp (quotRun), then the target's own encoder over them — the
+ * Cast encoder of a float8 type (the byte-level one when saturating) or float4e2m1, or
+ * quantIntRun. Each step is quantOne's arithmetic in the same order, so the codes are
+ * quantOne's bit for bit; a generic loop that tested the output type around every vector
+ * was 3–4× slower and, inlined for every type and precision, 25 KB of the module.
+ */
+function quantChunkRun(
+  x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32,
+  code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool, tmp: usize,
+): void {
   const f4 = code == F4;
   for (let c: usize = 0; c < len; c += QCH) {
     const m = min<usize>(QCH, len - c);
     const xc = x + (c << 2);
-    let i: usize = 0;
-    if (sI == 0) {
-      const s0 = load<f32>(sp), z0 = zp != 0 ? load<f32>(zp) : NO_ZP;
-      const recip = exactRecip(s0);
-      if (ASC_FEATURE_SIMD) {
-        const s = f32x4.splat(recip ? <f32>1 / s0 : s0), z = f32x4.splat(z0);
-        for (; i + 4 <= m; i += 4) {
-          const v = v128.load(xc + (i << 2));
-          const q = recip ? f32x4.mul(v, s) : f32x4.div(v, s);
-          v128.store(tmp + (i << 2), f4 ? f32x4.add(q, z) : q);
-        }
-      }
-      for (; i < m; i++) {
-        const q = load<f32>(xc + (i << 2)) / s0;
-        store<f32>(tmp + (i << 2), f4 ? q + z0 : q);
-      }
-    } else {
-      const sc = sp + (c << 2), zc = zp != 0 ? zp + (c << 2) : 0;
-      if (ASC_FEATURE_SIMD) {
-        for (; i + 4 <= m; i += 4) {
-          const q = f32x4.div(v128.load(xc + (i << 2)), v128.load(sc + (i << 2)));
-          v128.store(tmp + (i << 2), f4 ? f32x4.add(q, zc != 0 ? v128.load(zc + (i << 2)) : f32x4.splat(NO_ZP)) : q);
-        }
-      }
-      for (; i < m; i++) {
-        const q = load<f32>(xc + (i << 2)) / load<f32>(sc + (i << 2));
-        store<f32>(tmp + (i << 2), f4 ? q + (zc != 0 ? load<f32>(zc + (i << 2)) : NO_ZP) : q);
-      }
-    }
-    const yc = y + c;
+    const sc = sI == 0 ? sp : sp + (c << 2);
+    const zc: usize = zp == 0 ? 0 : sI == 0 ? zp : zp + (c << 2);
+    if (prec == F16) quotRun(xc, tmp, m, sc, zc, sI, F16, f4);
+    else if (prec == BF16) quotRun(xc, tmp, m, sc, zc, sI, BF16, f4);
+    else quotRun(xc, tmp, m, sc, zc, sI, F32, f4);
+    const yc = y + (wide ? c << 1 : c);
     switch (code) {
       case E4M3FN: quantizeF32ToE4m3(tmp, yc, m, saturate); break;
       case E4M3FNUZ: castF32ToE4m3fnuz(tmp, yc, m, saturate); break;
       case E5M2: castF32ToE5m2(tmp, yc, m, saturate); break;
       case E5M2FNUZ: castF32ToE5m2fnuz(tmp, yc, m, saturate); break;
-      default: encodeF4Bytes(tmp, yc, m); break;
+      case F4: encodeF4Bytes(tmp, yc, m); break;
+      default: quantIntRun(tmp, yc, m, zc, sI, lo, hi, wide); break;
     }
   }
 }
@@ -1174,7 +1223,8 @@ function quantFloatRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI:
  * one per byte (the host packs them); float8 types one per byte. y = saturate(round(x / s)
  * + z) with round half to even (integers), or the float8/float4 rounding of x / s.
  * prec (1, 10, 16): the precision of the division (a 16-bit scale type rounds x / s to it).
- * tmp: scratch of quantizeF32ScratchBytes() bytes (used by float targets at prec 1; 0: none).
+ * tmp: scratch of quantizeF32ScratchBytes() bytes; 0 only for the three specialized cases below
+ * (integer targets at float32 precision, saturating float8e4m3fn at float32 precision).
  */
 export function quantizeF32(
   x: usize, y: usize, outer: i32, D: i32, inner: i32, B: i32, scales: usize, zps: usize,
@@ -1194,29 +1244,14 @@ export function quantizeF32(
   }
   const wide = code == I16 || code == U16;
   const intByte = code == I8 || code == U8 || code == I4 || code == U4 || code == I2 || code == U2;
-  // Specialized (constant-folded) loops for the common cases; one generic loop (code and
-  // precision read at run time, loop-invariant branches) for the rest. The integer targets
-  // differ only in their range [lo, hi] (run-time values) and width, so every 1-byte one
-  // runs int8's loop and the 2-byte ones one loop of their own (the generic loop was 4–8×
-  // slower); float targets at float32 precision go through quantFloatRun.
-  if (prec == F32 && intByte) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false, false);
-  else if (prec == F32 && wide) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I16, saturate, F32, lo, hi, true, false);
-  else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false, false);
-  else if (prec == F32 && tmp != 0 && (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ || code == F4)) {
-    quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, F32, 0, 0, false, false, true, tmp);
-  } else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate || code == F4, prec, lo, hi, wide, true);
-}
-
-/**
- * quantRun with every argument read at run time, for the generic loop: one copy of the code
- * of every output type (inlined per sI it was two, 26 KB of the module); its loops test sI
- * and the type once per run, not per element.
- */
-function quantRunAny(
-  x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32,
-  code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, wide: bool,
-): void {
-  quantRun(x, y, len, sp, zp, sI, code, saturate, prec, lo, hi, wide);
+  // Specialized (constant-folded) loops for the common cases; quantChunkRun for the rest.
+  // The integer targets differ only in their range [lo, hi] (run-time values) and width, so
+  // at float32 precision every 1-byte one runs int8's loop and the 2-byte ones one loop of
+  // their own (a generic loop testing the type per vector was 4–8× slower).
+  if (prec == F32 && intByte) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I8, saturate, F32, lo, hi, false);
+  else if (prec == F32 && wide) quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, I16, saturate, F32, lo, hi, true);
+  else if (prec == F32 && code == E4M3FN && saturate) quantLoop(x, y, outer, D, inner, B, scales, 0, sO, sD, sI, E4M3FN, true, F32, 0, 0, false);
+  else quantLoop(x, y, outer, D, inner, B, scales, zps, sO, sD, sI, code, saturate, prec, lo, hi, wide, true, tmp);
 }
 
 @inline function dqRun(x: usize, y: usize, len: usize, sp: usize, zp: usize, sI: i32, code: i32): void {

@@ -178,9 +178,15 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
     let rnd = 99;
     const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
     const special = [NaN, Infinity, -Infinity, -0, 0.5, -2.5, 1e30, -1e30, 3.5e-42];
+    // the division at float16 / bfloat16 precision (the `precision` attribute) on a few of
+    // the shapes: quantChunkRun's other quotient loops, for every type
+    const cases = [
+      ...setups.map((st) => ({ st, prec: 'float32' })),
+      ...['float16', 'bfloat16'].flatMap((prec) => setups.filter((st) => [17, 1025, 2100, 3090, 3300].includes(size(st.shape))).map((st) => ({ st, prec }))),
+    ];
     for (const k of [ek, eks]) {
       for (const out of Q_TYPES) {
-        for (const st of setups) {
+        for (const { st, prec } of cases) {
           const n = size(st.shape), ns = size(st.scaleShape);
           const range = isFloatQ(out) ? 700 : Number(INT_RANGES[out][1]) * 3;
           const xs = Float32Array.from({ length: n }, (_, i) => (i % 29 === 3 ? special[i % special.length] : (next() * 2 - 1) * range));
@@ -193,14 +199,15 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
           const sShape = st.scaleShape;
           const zp = withZp ? { dtype: out, shape: sShape, data: qData(out, zps.map((z) => storedCode(out, z))) } : null;
           const attrs = { axis: st.axis, block_size: st.block };
-          const [y] = k.run('QuantizeLinear', [{ dtype: 'float32', shape: st.shape, data: xs }, { dtype: 'float32', shape: sShape, data: ss }, zp], withZp ? attrs : { ...attrs, output_dtype: out }) as [{ dtype: string; data: ArrayLike<number>; dispose(): void }];
+          const qAttrs = prec === 'float32' ? attrs : { ...attrs, precision: prec };
+          const [y] = k.run('QuantizeLinear', [{ dtype: 'float32', shape: st.shape, data: xs }, { dtype: 'float32', shape: sShape, data: ss }, zp], withZp ? qAttrs : { ...qAttrs, output_dtype: out }) as [{ dtype: string; data: ArrayLike<number>; dispose(): void }];
           const got = outCodes(out, y.data, n);
           const bytes = Array.from(y.data);
           y.dispose();
           const si = (i: number) => scaleIndex(st.shape, i, sShape, st.axis, st.block);
           for (let i = 0; i < n; i++) {
-            const want = storedCode(out, quantizeValue(xs[i], ss[si(i)], withZp ? zps[si(i)] : null, out, true, 'float32'));
-            if (got[i] !== want) expect.fail(`${k.stats().build} QuantizeLinear → ${out} shape ${st.shape} block ${st.block} [${i}]: x ${xs[i]} s ${ss[si(i)]} → got ${got[i]}, want ${want}`);
+            const want = storedCode(out, quantizeValue(xs[i], ss[si(i)], withZp ? zps[si(i)] : null, out, true, prec));
+            if (got[i] !== want) expect.fail(`${k.stats().build} QuantizeLinear → ${out} precision ${prec} shape ${st.shape} block ${st.block} [${i}]: x ${xs[i]} s ${ss[si(i)]} → got ${got[i]}, want ${want}`);
           }
           const [d] = k.run('DequantizeLinear', [{ dtype: out, shape: st.shape, data: subBits(out) ? Uint8Array.from(bytes) : bytes }, { dtype: 'float32', shape: sShape, data: ss }, zp], attrs) as [{ data: Float32Array; dispose(): void }];
           const dv = Array.from(d.data);
