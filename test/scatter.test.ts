@@ -373,4 +373,23 @@ describe('decode loops', () => {
     for (const g of grown) expect((g.data as Float32Array).length).toBe(64 * 1024);
     small.dispose();
   });
+
+  it('a circular write whose scratch request grows the memory still reads its write_indices', async () => {
+    // the int32 copies of circular indices go to the scratch area; when that request grows
+    // the memory, a view of write_indices taken before it is detached and reads as row 0
+    const small = await init({ initialMemory: 65536, maximumMemory: 64 << 20 });
+    const B = 4096;
+    for (const dtype of ['int64', 'int32'] as const) {
+      const cache = small.tensor('float32', [B, 4, 1]);
+      const update = small.tensor('float32', [B, 1, 1], new Float32Array(B).fill(7));
+      const pos = small.tensor(dtype, [B], dtype === 'int64' ? new BigInt64Array(B).fill(-2n) : new Int32Array(B).fill(-2));
+      const before = small.stats().memoryBytes;
+      small.run('TensorScatter', [cache, update, pos], { mode: 'circular' });
+      if (dtype === 'int64') expect(small.stats().memoryBytes).toBeGreaterThan(before); // the case at stake
+      const d = cache.data as Float32Array;
+      for (let b = 0; b < B; b++) expect([...d.subarray(b * 4, b * 4 + 4)]).toEqual([0, 0, 7, 0]);
+      for (const t of [cache, update, pos]) t.dispose();
+    }
+    small.dispose();
+  });
 });

@@ -31,8 +31,10 @@ function writeStarts(
     // floor modulo: any int32 / int64 value, negative ones included, names a row
     requireDtype(idx, ['int32', 'int64'], what);
     if (batch === 0) return 0;
-    const d = idx.data as Int32Array | BigInt64Array;
     const ptr = ctx.scratch(Math.max(batch * 4, reserve));
+    // the indices' view is taken after the scratch request, which may grow the memory and
+    // detach an earlier one (whose reads would then all be undefined, i.e. row 0)
+    const d = idx.data as Int32Array | BigInt64Array;
     const out = new Int32Array(ctx.memory.buffer, ptr, batch);
     for (let b = 0; b < batch; b++) {
       const x = d[b];
