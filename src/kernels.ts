@@ -157,6 +157,9 @@ export class Kernels implements TensorOwner, OpContext {
     const attrs = normalizeAttributes(op, attributes);
     const requests = normalizeRequests(op, options);
     if (op.inPlace !== undefined) checkCopyBack(inputs[op.inPlace], `${opType} input ${op.inputs[op.inPlace].name}`);
+    // a plain in-place input whose data views this memory: where that view is, so that the
+    // write-back reaches it through the current buffer when the call grows the memory
+    const back = op.inPlace === undefined ? null : this.viewPlace(inputs[op.inPlace]);
     // plain inputs whose data views this memory are copied before the first allocation
     // (which may grow the memory and detach them, a later input's view included)
     const given = inputs.map((x) => this.detachablePlain(x));
@@ -195,7 +198,8 @@ export class Kernels implements TensorOwner, OpContext {
       if (op.inPlace !== undefined) {
         const src = inputs[op.inPlace];
         if (!(src instanceof Tensor)) {
-          copyBackInto((src as PlainTensor).data, ts[op.inPlace]!.data);
+          const d = (src as PlainTensor).data;
+          copyBackInto(back && (d as TypedData).buffer !== this.memory.buffer ? new back.ctor(this.memory.buffer, back.offset, back.length) : d, ts[op.inPlace]!.data);
           result[0] = src as PlainTensor;
         }
       }
@@ -411,6 +415,14 @@ export class Kernels implements TensorOwner, OpContext {
     if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return x;
     const d = (x as PlainTensor).data;
     return ArrayBuffer.isView(d) && d.buffer === this.memory.buffer ? { ...(x as PlainTensor), data: this.detachable(d) } : x;
+  }
+
+  /** Where a plain input's data views this memory (constructor, byte offset, length), else null. */
+  private viewPlace(x: Input): { ctor: new (b: ArrayBuffer, offset: number, length: number) => TypedData; offset: number; length: number } | null {
+    if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return null;
+    const d = (x as PlainTensor).data;
+    if (!ArrayBuffer.isView(d) || d instanceof DataView || d.buffer !== this.memory.buffer) return null;
+    return { ctor: d.constructor as new (b: ArrayBuffer, offset: number, length: number) => TypedData, offset: d.byteOffset, length: (d as TypedData).length };
   }
 
   private assertAlive(): void {

@@ -138,6 +138,21 @@ describe('TensorScatter against the reference', () => {
     expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
   });
 
+  it('writes a plain cache whose data views the instance memory back there, even when the call grows the memory', async () => {
+    // the copy of the plain cache grows the memory, which detaches the caller's view: the
+    // write-back used to throw a TypeError (not a KernelError) and lose the result
+    const small = await init({ initialMemory: 65536, maximumMemory: 64 << 20 });
+    const t = small.tensor('float32', [1, 4000, 2]);
+    const plain = { dtype: 'float32', shape: [1, 4000, 2], data: t.data };
+    const before = small.stats().memoryBytes;
+    const [y] = small.run('TensorScatter', [plain, { dtype: 'float32', shape: [1, 1, 2], data: [7, 8] }, { dtype: 'int32', shape: [1], data: [5] }]);
+    expect(small.stats().memoryBytes).toBeGreaterThan(before);
+    expect(y).toBe(plain);
+    const d = t.data as Float32Array;
+    expect([d[9], d[10], d[11], d[12]]).toEqual([0, 7, 8, 0]);
+    small.dispose();
+  });
+
   it('writes back into an ordinary array of numbers, bigints or strings', () => {
     const plain = { dtype: 'int64', shape: [1, 3], data: ['1', '2', '3'] };
     ek.run('TensorScatter', [plain, { dtype: 'int64', shape: [1, 1], data: [9n] }, { dtype: 'int64', shape: [1], data: ['2'] }], { axis: 1 });
