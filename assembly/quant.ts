@@ -202,6 +202,9 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
     r = v128.or(mag, sign);
   }
   if (nanIsClamp || nanAboveClamp) return r;
+  const isNan = i32x4.gt_s(u, i32x4.splat(0x7F800000));
+  // float16 builds its NaN from the payload (7 more operations): only for a vector that has one
+  if (f16nan && !v128.any_true(isNan)) return r;
   let nan = i32x4.splat(nanCode);
   if (f16nan) {
     // numpy: 0x7C00 | the payload's top 10 bits, made non-zero so it stays a NaN
@@ -210,7 +213,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   }
   if (nanSigned) nan = v128.or(nan, sign);
   if (nanFlip) nan = v128.xor(nan, sign);
-  return v128.bitselect(nan, r, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
+  return v128.bitselect(nan, r, isNan);
 }
 
 @inline function encodeMiniV(x: v128, k: i32, saturate: bool): v128 {
