@@ -48,9 +48,10 @@ const ORT_TYPES = { float32: Float32Array, int64: BigInt64Array, int32: Int32Arr
 async function loadOrt(kind) {
   try {
     const ort = kind === 'web' ? await import('onnxruntime-web') : require('onnxruntime-node');
-    // errors only: onnxruntime-node otherwise prints a warning per TensorScatter run (its
-    // in-place path is not taken) through the process-wide logger, which the per-session
-    // logSeverityLevel below does not reach
+    // errors only, for the process-wide logger too (the per-session logSeverityLevel below
+    // does not reach it). onnxruntime-web 1.30's wasm build still writes one warning per
+    // TensorScatter run of the llm bench's graphs to stderr ("in-place optimization not
+    // activated": it copies the cache), whatever the level: noise, not a failure.
     ort.env.logLevel = 'error';
     if (kind === 'web') {
       ort.env.wasm.numThreads = 1;
