@@ -321,6 +321,41 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
     );
   });
 
+  // A per-tensor DequantizeLinear from a type the kernels decode first (not int8 / uint8 /
+  // e4m3fn) runs in chunks of 16,384 elements: lengths over several chunks and a tail, into
+  // float32 and into the 16-bit outputs, both builds, every such type, codes and zero points
+  // drawn at random, against the reference element by element.
+  it('per-tensor runs over several decode chunks: every decoded type, every output, both builds', async () => {
+    const eks = await init({ build: 'scalar' });
+    let rnd = 4711;
+    const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const n = 2 * 16384 + 8 * 37 + 5;
+    for (const k of [ek, eks]) {
+      for (const t of Q_TYPES.filter((q) => q !== 'int8' && q !== 'uint8' && q !== 'float8e4m3fn')) {
+        for (const [sType, outType] of [['float32', undefined], ['float16', undefined], ['float32', 'bfloat16']] as const) {
+          const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
+          const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
+          const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+          const s = floatData(sType, [(next() - 0.3) * 8]);
+          const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
+          const z = isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1));
+          const zp = isFloatQ(t) ? null : { dtype: t, shape: [], data: qData(t, [storedCode(t, z)]) };
+          const [y] = k.run('DequantizeLinear', [{ dtype: t, shape: [n], data: xData }, { dtype: sType, shape: [], data: s.data }, zp], outType ? { output_dtype: outType } : {}) as [{ data: ArrayLike<number>; dispose(): void }];
+          const o = outType ?? sType;
+          const got = Array.from(y.data);
+          y.dispose();
+          for (let i = 0; i < n; i++) {
+            const v = dequantizeValue(qValue(t, codes[i]), s.values[0], z);
+            const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
+            const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
+            if (!same) expect.fail(`${k.stats().build} ${t} → ${o} [${i}]: code ${codes[i]} s ${s.values[0]} zp ${z} → got ${got[i]}, want ${want}`);
+          }
+        }
+      }
+    }
+    eks.dispose();
+  });
+
   it('quantize then dequantize stays within half a step for in-range values', () => {
     fc.assert(
       fc.property(

@@ -41,6 +41,8 @@ const Q_SCALE_TYPES: readonly DType[] = [...SCALE_TYPES, 'int32'];
 const Q_X_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'int32'];
 const DQ_X_TYPES: readonly DType[] = [...Q_TYPES, 'int32'];
 const DQ_OUT_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
+/** Elements per chunk of a per-tensor DequantizeLinear from a decoded type (64 KiB of float32). */
+const DQ_CHUNK = 16384;
 
 const align16 = (n: number): number => Math.ceil(n / 16) * 16;
 
@@ -506,13 +508,31 @@ const dequantizeLinear: OpDef = {
     const direct = x!.dtype === 'int8' || x!.dtype === 'uint8' || x!.dtype === 'float8e4m3fn';
     const needY32 = out !== 'float32';
     const bits = x!.info.bits;
-    const scratchBytes = 2 * align16(count * 4) + align16(count) + (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + 64;
+    // per tensor, x decoded by the kernels: a chunk at a time (see below)
+    const chunked = !direct && count === 1 && x!.dtype !== 'int32';
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 +
+      (chunked ? align16(DQ_CHUNK * 4) + align16(DQ_CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0));
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
     const useZp = zp !== null && !floatIn;
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
     let p = next;
+    if (chunked) {
+      // Decode, scale (and encode a 16-bit output) DQ_CHUNK elements at a time through a
+      // cache-resident buffer: one pass over y instead of decoding all of x into y (or a
+      // float32 copy of it) and going over that again. Chunks start at multiples of 8
+      // elements, so packed x starts each on a byte.
+      const e = ctx.exports, buf = p, unpack = p + align16(DQ_CHUNK * 4);
+      const outBits = y.info.bits;
+      for (let i = 0; i < n; i += DQ_CHUNK) {
+        const m = Math.min(DQ_CHUNK, n - i);
+        e.decodeToF32(x!.byteOffset + (i * bits) / 8, buf, m, x!.info.onnx, unpack);
+        e.dequantizeF32(buf, needY32 ? buf : y.byteOffset + i * 4, 1, 1, m, 1, sPtr, zPtr, 0, 0, 0, 1);
+        if (needY32) e.encodeFromF32(buf, y.byteOffset + (i * outBits) / 8, m, y.info.onnx, 1, 0, 0);
+      }
+      return [y];
+    }
     const y32 = needY32 ? p : y.byteOffset;
     if (needY32) p += align16(n * 4);
     let xPtr = x!.byteOffset, code = x!.info.onnx;
