@@ -986,11 +986,32 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   // float4 zero point is ±0, so this only decides the sign of a zero: −0 + +0 = +0). The
   // float8 types leave the zero point out, as the reference does.
   if (code == F4) return encodeMini(q + z, F4, true);
-  // round half to even, clamp (NaN → lo, as numpy's int32 cast of NaN then clip does)
+  return intCode(q, z, lo, hi);
+}
+
+/** An integer code from a quotient: round half to even, clamp to [lo − z, hi − z], + z (NaN → lo, as numpy's int32 cast of NaN then clip does). */
+@inline function intCode(q: f32, z: f32, lo: f32, hi: f32): u32 {
   let t = nearest<f32>(q);
   t = select<f32>(t, lo - z, t > lo - z);
   t = select<f32>(t, hi - z, t < hi - z);
   return <u32>(<i32>(t + z));
+}
+/** intCode on four lanes (as int32). */
+@inline function intCodeV(q: v128, z: v128, lo: f32, hi: f32): v128 {
+  let t = f32x4.nearest(q);
+  // pmax(a, b) = a < b ? b : a: with a = lo − z a NaN t gives lo − z.
+  t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), z), t);
+  t = f32x4.pmin(f32x4.sub(f32x4.splat(hi), z), t);
+  return i32x4.trunc_sat_f32x4_s(f32x4.add(t, z));
+}
+/** Stores the four codes of r (int32 lanes) at element i of y: one byte each, or two when wide. */
+@inline function storeCodes4(y: usize, i: usize, r: v128, wide: bool): void {
+  if (wide) {
+    v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
+  } else {
+    const m = v128.and(r, i32x4.splat(0xFF));
+    v128.store32_lane(y + i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(m, m), m), 0);
+  }
 }
 
 @inline function quantV(x: v128, s: v128, z: v128, code: i32, saturate: bool, prec: i32, lo: f32, hi: f32, recip: bool): v128 {
@@ -998,11 +1019,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
   const q = recip ? f32x4.mul(x, s) : roundToPrecisionV(f32x4.div(roundToPrecisionV(x, prec), roundToPrecisionV(s, prec)), prec);
   if (code == E4M3FN || code == E4M3FNUZ || code == E5M2 || code == E5M2FNUZ) return encodeMiniV(q, code, saturate);
   if (code == F4) return encodeMiniV(f32x4.add(q, z), F4, true); // see quantOne
-  let t = f32x4.nearest(q);
-  // pmax(a, b) = a < b ? b : a: with a = lo − z a NaN t gives lo − z.
-  t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), z), t);
-  t = f32x4.pmin(f32x4.sub(f32x4.splat(hi), z), t);
-  return i32x4.trunc_sat_f32x4_s(f32x4.add(t, z));
+  return intCodeV(q, z, lo, hi);
 }
 
 /** True when 1/s is exact (s a power of two): x / s may then be computed as x · (1/s). */
@@ -1061,13 +1078,7 @@ export function encodeFromI64(src: usize, dst: usize, n: usize, code: i32, tmp: 
       for (; i + 4 <= len; i += 4) {
         const s = v128.load(sp + (i << 2));
         const z = zp != 0 ? v128.load(zp + (i << 2)) : f32x4.splat(NO_ZP);
-        const r = quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi, false);
-        if (wide) {
-          v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
-        } else {
-          const m = v128.and(r, i32x4.splat(0xFF));
-          v128.store32_lane(y + i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(m, m), m), 0);
-        }
+        storeCodes4(y, i, quantV(v128.load(x + (i << 2)), s, z, code, saturate, prec, lo, hi, false), wide);
       }
     }
   }
@@ -1157,9 +1168,8 @@ export function quantizeF32ScratchBytes(): usize {
 }
 
 /**
- * Integer codes from quotients (quantOne's integer part): round half to even, clamp to
- * [lo − z, hi − z] (NaN → lo − z), + z; one byte each, or two when wide. z: z[0], or z[i]
- * when zI = 1; 0: no zero point.
+ * Integer codes (intCode, quantOne's integer part) of m quotients at q; one byte each, or
+ * two when wide. z: z[0], or z[i] when zI = 1; 0: no zero point.
  */
 function quantIntRun(q: usize, y: usize, m: usize, z: usize, zI: i32, lo: f32, hi: f32, wide: bool): void {
   let i: usize = 0;
@@ -1167,24 +1177,12 @@ function quantIntRun(q: usize, y: usize, m: usize, z: usize, zI: i32, lo: f32, h
     const z0 = f32x4.splat(z != 0 ? load<f32>(z) : NO_ZP);
     for (; i + 4 <= m; i += 4) {
       const zv = zI != 0 && z != 0 ? v128.load(z + (i << 2)) : z0;
-      let t = f32x4.nearest(v128.load(q + (i << 2)));
-      t = f32x4.pmax(f32x4.sub(f32x4.splat(lo), zv), t); // pmax(a, b) = a < b ? b : a: NaN → lo − z
-      t = f32x4.pmin(f32x4.sub(f32x4.splat(hi), zv), t);
-      const r = i32x4.trunc_sat_f32x4_s(f32x4.add(t, zv));
-      if (wide) {
-        v128.store64_lane(y + (i << 1), i16x8.narrow_i32x4_u(v128.and(r, i32x4.splat(0xFFFF)), r), 0);
-      } else {
-        const b = v128.and(r, i32x4.splat(0xFF));
-        v128.store32_lane(y + i, i8x16.narrow_i16x8_u(i16x8.narrow_i32x4_u(b, b), b), 0);
-      }
+      storeCodes4(y, i, intCodeV(v128.load(q + (i << 2)), zv, lo, hi), wide);
     }
   }
   for (; i < m; i++) {
     const zz = z != 0 ? load<f32>(z + (zI != 0 ? i << 2 : 0)) : NO_ZP;
-    let t = nearest<f32>(load<f32>(q + (i << 2)));
-    t = select<f32>(t, lo - zz, t > lo - zz);
-    t = select<f32>(t, hi - zz, t < hi - zz);
-    const r = <u32>(<i32>(t + zz));
+    const r = intCode(load<f32>(q + (i << 2)), zz, lo, hi);
     if (wide) store<u16>(y + (i << 1), <u16>r);
     else store<u8>(y + i, <u8>r);
   }
