@@ -5,6 +5,6 @@ export { Tensor, type PlainTensor, type TensorLike, type TensorOwner } from './t
 export { DTYPES, DTYPE_NAMES, type DType, type DTypeInfo, type DataArrays, type DataOf, type TypedData } from './dtypes.js';
 export { OPS } from './ops/index.js';
 export { type KernelExports, type OpContext, type OpDef, type OutputRequest, type OutputSpec } from './ops/registry.js';
-export { type CombineFn, type Combiner, type CombineName, type Combiners, type LinearScanOptions, type Pytree, type ScanOptions } from './scan.js';
+export { type CombineFn, type Combiner, type CombineName, type Combiners, type LinearScanOptions, type Pytree, type ScanOptions, type ScanTensors } from './scan.js';
 export { KVCache, TRT_ATTENTION_MIN_WORK, type KVCacheOptions, type AppendOptions, type AttendOptions, type MaskInput } from './kvcache.js';
 export * from './llm/index.js';

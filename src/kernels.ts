@@ -11,7 +11,7 @@ import { OPS } from './ops/index.js';
 import type { AttrSpec, AttrValue, Attrs, KernelExports, OpContext, OpDef, OutputRequest, OutputSpec } from './ops/registry.js';
 import { type PlainTensor, type TensorLike, type TensorOwner, Tensor, checkShape, copyBackInto, plainMeta, shapeSize, toDataArray } from './tensor.js';
 import type { TypedData } from './dtypes.js';
-import { type CombineFn, type Combiners, type LinearScanOptions, type ScanOptions, linearScan as linearScanImpl, makeCombiners, scan as scanImpl } from './scan.js';
+import { type CombineFn, type Combiners, type LinearScanOptions, type ScanOptions, type ScanTensors, linearScan as linearScanImpl, makeCombiners, scan as scanImpl } from './scan.js';
 
 const PAGE = 65536;
 /** Debug mode: canary bytes in front of every block (keeps 16-byte alignment). */
@@ -98,10 +98,16 @@ export class Kernels implements TensorOwner, OpContext {
   /** Fused combiners for scan (src/scan.ts): ek.combine.add / mul / max / min / logaddexp. */
   readonly combine: Combiners = makeCombiners(this);
 
-  /** torch._higher_order_ops.scan: returns [finalCarry, ys] (src/scan.ts). */
-  scan(combineFn: CombineFn, init: unknown, xs: unknown, options?: ScanOptions): [any, any] {
+  /**
+   * torch._higher_order_ops.scan: returns [finalCarry, ys] (src/scan.ts). The combine function
+   * gets init's and xs's structure as package tensors (ScanTensors); ys has y's structure,
+   * except after a zero-length scan with a function, where it is [] (no step showed y).
+   */
+  scan<const I, const X = null, Y = unknown>(
+    combineFn: CombineFn<ScanTensors<I>, ScanTensors<X>, Y>, init: I, xs: X, options?: ScanOptions,
+  ): [ScanTensors<I>, ScanTensors<Y>] {
     this.assertAlive();
-    return scanImpl(this, combineFn, init, xs, options);
+    return scanImpl(this, combineFn, init, xs, options) as [ScanTensors<I>, ScanTensors<Y>];
   }
 
   /** h_t = a_t * h_{t-1} + b_t along dim: returns [hLast, hs] (src/scan.ts). */

@@ -14,7 +14,7 @@
  *     checked after every step; every tensor the scan or the combine function created
  *     for an intermediate step is released.
  */
-import { type DTypeInfo, dtypeInfo } from './dtypes.js';
+import { type DType, type DTypeInfo, dtypeInfo } from './dtypes.js';
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { product } from './ops/checks.js';
@@ -24,7 +24,21 @@ import { type PlainTensor, Tensor, checkShape } from './tensor.js';
 export type Pytree<T = Tensor> = T | null | readonly Pytree<T>[] | { readonly [key: string]: Pytree<T> };
 
 /** (carry, x) → [nextCarry, y]. x is null in a counted loop (xs = null). */
-export type CombineFn = (carry: any, x: any) => readonly [unknown, unknown];
+export type CombineFn<C = any, X = any, Y = unknown> = (carry: C, x: X) => readonly [unknown, Y];
+
+/**
+ * What a scan hands its combine function and returns for a pytree T of inputs: every tensor
+ * leaf (a package tensor, or a plain one converted) as a package Tensor — of its dtype when
+ * the type says it (a Tensor<'float32'>, or a plain { dtype: 'float32', … } literal) —
+ * null leaves as null, arrays and plain objects mapped leaf by leaf.
+ */
+export type ScanTensors<T> =
+  T extends Tensor<infer D> ? Tensor<D>
+  : T extends null | undefined ? null
+  : T extends { readonly dtype: infer D extends DType; readonly data: unknown } ? Tensor<D>
+  : T extends PlainTensor ? Tensor
+  : T extends object ? { -readonly [K in keyof T]: ScanTensors<T[K]> }
+  : never;
 
 export interface ScanOptions {
   /** The scanned dimension of every xs leaf (negative counts from the end). Default 0. */
@@ -43,7 +57,7 @@ export interface LinearScanOptions {
 export type CombineName = 'add' | 'mul' | 'max' | 'min' | 'logaddexp';
 
 /** A fused combiner: callable as an ordinary combine function, recognized by ek.scan. */
-export interface Combiner extends CombineFn {
+export interface Combiner {
   (carry: Tensor | PlainTensor, x: Tensor | PlainTensor): [Tensor, Tensor];
   readonly combineName: CombineName;
 }

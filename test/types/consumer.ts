@@ -76,3 +76,32 @@ try {
 } catch (e) {
   if (e instanceof KernelError) console.log(e.code);
 }
+
+// README, Scans: the combine function sees init's and xs's structure as package tensors
+const [c0, ys0] = ek.scan(ek.combine.add, ek.tensor('float32', [], [0]), ek.tensor('float32', [5], [0, 1, 2, 3, 4]));
+export const cumsumCarry: Float32Array = c0.data;
+export const cumsumYs: Tensor = ys0;
+const xs3 = ek.tensor('float32', [4, 3]);
+const [state, out] = ek.scan((carry, x) => {
+  const sum = ek.tensor('float32', [3], carry.sum.data.map((v, i) => v + x.data[i]));
+  const n = ek.tensor('int32', [], [carry.n.data[0] + 1]);
+  return [{ sum, n }, { mean: ek.tensor('float32', [3], sum.data.map((v) => v / n.data[0])) }];
+}, { sum: ek.tensor('float32', [3]), n: ek.tensor('int32', []) }, xs3);
+export const stateN: Int32Array = state.n.data;
+export const outMean: Float32Array = out.mean.data;
+// @ts-expect-error the carry has no key `count`
+export const noKey = state.count;
+const [[f10, f11], fib] = ek.scan(([a, b]) => {
+  const [p, q] = [a.data[0], b.data[0]];
+  return [[ek.tensor('int32', [], [q]), ek.tensor('int32', [], [p + q])], ek.tensor('int32', [], [p])];
+}, [ek.tensor('int32', [], [0]), ek.tensor('int32', [], [1])], null, { length: 10 });
+export const fibs: Int32Array = fib.data;
+export const pair: [Int32Array, Int32Array] = [f10.data, f11.data];
+// a plain init: its leaves reach the function as tensors of the literal's dtype
+ek.scan((carry, x) => {
+  const isNull: null = x;
+  const f: Float32Array = carry.data;
+  // @ts-expect-error a float32 carry's data is not an Int32Array
+  const wrongData: Int32Array = carry.data;
+  return [ek.tensor('float32', [1], f), null];
+}, { dtype: 'float32', shape: [1], data: [0] }, null, { length: 2 });
