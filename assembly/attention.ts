@@ -322,6 +322,18 @@ let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (se
 /** p ← dequant(quant(p / qs)) · qs over n floats (n a multiple of 4 in the SIMD build). */
 function quantizeRow(p: usize, n: i32): void {
   const qs = gQScale, inv: f32 = <f32>1.0 / qs;
+  if (!isFinite<f32>(inv)) {
+    // a float32 / bfloat16 scale below about 2.9e-38 (subnormal): 1/qs overflows to ∞, and
+    // p · ∞ would turn every zero probability (hidden key, causal frontier, exp underflow,
+    // row padding) into 0 · ∞ = NaN. Divide instead: 0 / qs = 0, and a p > 0 whose quotient
+    // overflows gives ∞, which both quantizers saturate (448 / 127) as the spec's p / s does.
+    for (let j = 0; j < n; j++) {
+      const a = p + (<usize>j << 2);
+      const x = load<f32>(a) / qs;
+      store<f32>(a, (gQuant == 1 ? quantE4m3Scalar(x) : quantInt8Scalar(x)) * qs);
+    }
+    return;
+  }
   if (ASC_FEATURE_SIMD) {
     const vq = f32x4.splat(qs), vi = f32x4.splat(inv);
     if (gQuant == 1) {

@@ -128,6 +128,31 @@ describe('TRT_QuantizedAttention matches the float64 reference with the same qua
   it('the same in the scalar build', () => {
     fc.assert(fc.property(qArb.filter(valid), (c) => check(eks, c)), { seed: 52, numRuns: 30 });
   });
+  it('a subnormal normalization_quantize_scale (1/s overflows float32): zero probabilities stay 0, not NaN', () => {
+    // hidden keys (bool mask, causal frontier) and exp underflow give p = 0; Q(0 / s) · s = 0.
+    // The kernel multiplied by 1/s = ∞ there: 0 · ∞ = NaN made the whole row NaN.
+    const r = rng(17);
+    const Q = { dtype: 'float32', shape: [1, 2, 3, 4], data: f32(r, 24) };
+    const K = { dtype: 'float32', shape: [1, 1, 6, 4], data: f32(r, 24).map((x, i) => (i === 4 ? 300 : x)) };
+    const V = { dtype: 'float32', shape: [1, 1, 6, 5], data: f32(r, 30) };
+    const M = { dtype: 'bool', shape: [6], data: [1, 1, 0, 1, 0, 1] };
+    for (const k of [ek, eks]) {
+      for (const [sDtype, sData] of [['float32', [1e-39]], ['bfloat16', [0x000b]]] as const) {
+        const s = { dtype: sDtype, shape: [], data: sData };
+        for (const type of ['fp8', 'int8']) {
+          for (const [mask, extra] of [[M, {}], [null, { is_causal: 1 }], [null, {}]] as const) {
+            const attrs = { normalization_quantize_to_type: type, ...extra };
+            const inputs = [Q, K, V, mask, s];
+            const [y] = k.run('TRT_QuantizedAttention', inputs, attrs) as Tensor[];
+            const label = `${k.build} ${sDtype} ${type} ${JSON.stringify(extra)} mask ${!!mask}`;
+            expect((y.data as Float32Array).every(Number.isFinite), label).toBe(true);
+            close(y, refTrt(inputs as Plain[], attrs, true), label);
+            y.dispose();
+          }
+        }
+      }
+    }
+  });
   it('quantization is really applied: fp8 with a coarse scale differs from plain attention', () => {
     const r = rng(9);
     const Q = { dtype: 'float32', shape: [1, 1, 1, 8], data: f32(r, 8) };
