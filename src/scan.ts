@@ -721,6 +721,11 @@ function promoteTypes(a: string, b: string): string | null {
   if (bits[a] === undefined || bits[b] === undefined) return null;
   if (a === b) return a;
   const ra = rank(a), rb = rank(b);
+  // c10's promoteTypes promotes uint16 / uint32 / uint64 only with the floating types: with
+  // bool or any other integer type (uint8 and a wider unsigned one included) it raises
+  // "Promotion for uint16, uint32, uint64 types is not supported"
+  const bare = (t: string): boolean => t === 'uint16' || t === 'uint32' || t === 'uint64';
+  if (bare(a) || bare(b)) return ra === 2 ? a : rb === 2 ? b : null;
   if (ra !== rb) return ra > rb ? a : b;
   if (ra === 2) return (a === 'float16' && b === 'bfloat16') || (a === 'bfloat16' && b === 'float16') ? 'float32' : bits[a] >= bits[b] ? a : b;
   const ua = a.startsWith('u'), ub = b.startsWith('u');

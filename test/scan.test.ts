@@ -413,6 +413,23 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
     for (const t of [c, y, c2, y2, c3, y3]) t.dispose();
   });
 
+  it('uint16 / uint32 / uint64 promote only with floating types (c10 promoteTypes): x of bool or another integer type is INVALID_DTYPE', () => {
+    // torch.promote_types(uint16, uint8) raises "Promotion for uint16, uint32, uint64 types is not supported"
+    const pairs: [string, string][] = [['uint16', 'uint8'], ['uint16', 'bool'], ['uint32', 'uint16'], ['uint64', 'uint32'], ['uint64', 'uint8'], ['int32', 'uint16'], ['int64', 'uint32']];
+    for (const [cd, xd] of pairs) {
+      const c = ek.tensor(cd, [], [1]), x = ek.tensor(xd, [2], [1, 0]);
+      expectKernelError(() => ek.scan(ek.combine.add, c, x), 'INVALID_DTYPE', /promote to no common type/);
+      c.dispose();
+      x.dispose();
+    }
+    // with a floating type the float wins: uint16 / uint64 xs into a float32 / float64 carry are converted
+    const [c1, y1] = ek.scan(ek.combine.add, ek.tensor('float32', [], [0.5]), ek.tensor('uint16', [2], [1, 65535])) as [Tensor, Tensor];
+    expect(Array.from(y1.data as Float32Array)).toEqual([1.5, 65536.5]);
+    const [c2, y2] = ek.scan(ek.combine.max, ek.tensor('float64', [], [0]), ek.tensor('uint64', [2], [3n, 2n])) as [Tensor, Tensor];
+    expect(Array.from(y2.data as Float64Array)).toEqual([3, 3]);
+    for (const t of [c1, y1, c2, y2]) t.dispose();
+  });
+
   it('a negative dim is resolved against the first xs leaf\'s rank and used for every leaf (PyTorch)', () => {
     const a = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), b = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, k) => k));
     // dim −1 of a rank-2 first leaf is axis 1: both leaves have 3 steps along axis 1
