@@ -364,14 +364,15 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     if (im.info === xm.info && dtypesFor(tag).includes(im.info.name) && sameShape(im.shape, sliceShape)) {
       return fusedScan(ek, OP_CODE[tag], initLeaves[0].value, xLeaves[0].value, xDim, reverse);
     }
-    // a builtin combiner's ys is known without a step (x's shape and dtype): a zero-length
-    // scan returns it empty in every dtype, as the fused kernels do, not the [] of a function
-    // that was never called
-    if (N === 0 && im.info === xm.info && sameShape(im.shape, sliceShape) && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
+    // a builtin combiner's ys is known without a step (x's shape, the carry's dtype, which
+    // is x's or the one x would be converted to): a zero-length scan returns it empty in every
+    // dtype, as the fused kernels do, not the [] of a function that was never called
+    const keeps = im.info === xm.info || promoteTypes(im.info.name, xm.info.name) === im.info.name;
+    if (N === 0 && keeps && sameShape(im.shape, sliceShape) && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
       const temps: Tensor[] = [];
       try {
         const c = asTensor(ek, initLeaves[0].value, 'init', temps);
-        return [clone(ek, c), ek.tensor(xm.info.name, xm.shape)];
+        return [clone(ek, c), ek.tensor(im.info.name, xm.shape)];
       } finally {
         for (const t of temps) t.dispose();
       }

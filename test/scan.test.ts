@@ -430,6 +430,20 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
     for (const t of [c1, y1, c2, y2]) t.dispose();
   });
 
+  it('a zero-length scan with a builtin combiner and an xs of a promoted dtype returns an empty ys of the carry\'s dtype, not []', () => {
+    const c = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), x = ek.tensor('int32', [2, 0, 3]);
+    const [fc, ys] = ek.scan(ek.combine.add, c, x, { dim: 1 }) as [Tensor, Tensor];
+    expect(Array.isArray(ys)).toBe(false);
+    expect(ys.dtype).toBe('float32');
+    expect([...ys.shape]).toEqual([2, 0, 3]);
+    expect(Array.from(fc.data as Float32Array)).toEqual([1, 2, 3, 4, 5, 6]);
+    const c2 = ek.tensor('int16', [2], [5, 6]), x2 = ek.tensor('uint8', [0, 2]);
+    const [fc2, ys2] = ek.scan(ek.combine.mul, c2, x2, { reverse: true }) as [Tensor, Tensor];
+    expect(ys2.dtype).toBe('int16');
+    expect([...ys2.shape]).toEqual([0, 2]);
+    for (const t of [c, x, fc, ys, c2, x2, fc2, ys2]) t.dispose();
+  });
+
   it('a negative dim is resolved against the first xs leaf\'s rank and used for every leaf (PyTorch)', () => {
     const a = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), b = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, k) => k));
     // dim −1 of a rank-2 first leaf is axis 1: both leaves have 3 steps along axis 1
