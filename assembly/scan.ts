@@ -51,21 +51,35 @@ function laeF64(a: f64, b: f64): f64 {
   return m + Math.log1p(Math.exp(-Math.abs(a - b)));
 }
 
+// In SIMD builds the float max / min / logaddexp of one element go through the vector
+// instructions too (one lane used), so that an element's result, NaN bits included, does not
+// depend on whether it falls in a vector or in a scalar tail: the fused scan along a
+// non-innermost dim splits each row of I lanes, the callable combiner run step by step its
+// whole slice, and they must agree bit for bit. (Engines give f32.max and f32x4.max different
+// NaN bits — V8 on x64: the scalar one sets the sign; the logaddexp tails used libm and
+// differed by a few ulps.) add / mul: the scalar and vector instructions agree.
 @inline function sop<T, O>(a: T, b: T): T {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
+      if (ASC_FEATURE_SIMD && isFloat<T>()) return v128.extract_lane<T>(v128.max<T>(v128.splat<T>(a), v128.splat<T>(b)), 0);
       return max<T>(a, b);
     } else {
       return a + b;
     }
   } else if (sizeof<O>() == 2) {
     if (isSigned<O>()) {
+      if (ASC_FEATURE_SIMD && isFloat<T>()) return v128.extract_lane<T>(v128.min<T>(v128.splat<T>(a), v128.splat<T>(b)), 0);
       return min<T>(a, b);
     } else {
       return a * b;
     }
   } else {
     if (isFloat<T>()) {
+      // SIMD builds: the vector lanes' exp / log1p polynomials (see above)
+      if (ASC_FEATURE_SIMD) {
+        if (sizeof<T>() == 4) return <T>f32x4.extract_lane(laeF32x4Call(f32x4.splat(<f32>a), f32x4.splat(<f32>b)), 0);
+        return <T>f64x2.extract_lane(laeF64x2Call(f64x2.splat(<f64>a), f64x2.splat(<f64>b)), 0);
+      }
       return <T>laeF64(<f64>a, <f64>b);
     } else {
       return a;

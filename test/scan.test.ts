@@ -299,6 +299,49 @@ describe('scan: fused results equal the step-by-step result of the same combine'
   });
 });
 
+describe('scan: logaddexp / max / min along a non-innermost dim equal the combiner step by step, bit for bit', () => {
+  it('lane counts that leave scalar tails in the fused kernel but not in the callable combiner (and the reverse)', () => {
+    // the fused scan splits each row of I lanes into vectors and a tail; the callable combiner
+    // run step by step splits the whole slice (O·I elements): an element in a vector in one and
+    // in a tail in the other must get the same bits
+    const r = rng(77);
+    for (const dtype of ['float32', 'float64'] as const) {
+      for (const shape of [[7, 5, 2], [3, 9, 5], [2, 6, 3, 3], [5, 4, 7], [1, 11, 3]]) {
+        for (const reverse of [false, true]) {
+          const n = shape.reduce((a, b) => a * b, 1), cshape = shape.filter((_, i) => i !== 1);
+          const x = ek.tensor(dtype, shape, Array.from({ length: n }, () => (r() - 0.5) * 20));
+          const c = ek.tensor(dtype, cshape, Array.from({ length: n / shape[1] }, () => (r() - 0.5) * 20));
+          const [fc, fy] = ek.scan(ek.combine.logaddexp, c, x, { dim: 1, reverse }) as [Tensor, Tensor];
+          const [sc, sy] = ek.scan((a: Tensor, b: Tensor) => ek.combine.logaddexp(a, b), c, x, { dim: 1, reverse }) as [Tensor, Tensor];
+          expect(fy.bytes(), `${dtype} ${JSON.stringify(shape)} reverse ${reverse}`).toEqual(sy.bytes());
+          expect(fc.bytes()).toEqual(sc.bytes());
+          for (const t of [x, c, fc, fy, sc, sy]) t.dispose();
+        }
+      }
+    }
+  });
+
+  it('max / min: NaN bits (sign included) equal those of the combiner step by step, whichever of vector or tail holds the element', () => {
+    for (const dtype of ['float32', 'float64'] as const) {
+      for (const op of ['max', 'min'] as const) {
+        for (const shape of [[3, 4, 3], [2, 5, 7], [4, 6, 2], [1, 9, 5], [2, 3, 3, 3]]) {
+          const n = shape.reduce((a, b) => a * b, 1);
+          const x = ek.tensor(dtype, shape, Array.from({ length: n }, (_, k) => (k % 4 === 1 ? NaN : k % 3) * (k % 5 === 2 ? -1 : 1)));
+          // both NaN signs in the input
+          const words = dtype === 'float32' ? new Uint32Array(ek.memory.buffer, x.byteOffset, n) : new BigUint64Array(ek.memory.buffer, x.byteOffset, n);
+          for (let k = 3; k < n; k += 8) (words as Uint32Array)[k] = (dtype === 'float32' ? 0xffc00000 : 0xfff8000000000000n) as number;
+          const c = ek.tensor(dtype, shape.filter((_, i) => i !== 1));
+          const [fc, fy] = ek.scan(ek.combine[op], c, x, { dim: 1 }) as [Tensor, Tensor];
+          const [sc, sy] = ek.scan((a: Tensor, b: Tensor) => ek.combine[op](a, b), c, x, { dim: 1 }) as [Tensor, Tensor];
+          expect(fy.bytes(), `${op} ${dtype} ${JSON.stringify(shape)}`).toEqual(sy.bytes());
+          expect(fc.bytes()).toEqual(sc.bytes());
+          for (const t of [x, c, fc, fy, sc, sy]) t.dispose();
+        }
+      }
+    }
+  });
+});
+
 describe('scan: pytrees, plain tensors, counted loops', () => {
   it('carries and xs as nested arrays / objects of plain and package tensors', () => {
     const live = ek.stats().tensorsLive;
