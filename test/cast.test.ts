@@ -366,6 +366,24 @@ describe('Cast with strings (host side)', () => {
     const u = cast({ dtype: 'string', shape: [2], data: ['300', '-1'] }, { to: 'uint8' }).data as Uint8Array;
     expect(Array.from(u)).toEqual([44, 255]);
   });
+  it('non-integer numeric strings → integers follow the float → integer rule (saturate to the target, not to int64)', () => {
+    // "1e19" is in uint64's range; +INF saturates to the target's maximum (as float +Inf does),
+    // never to the low bits of INT64_MAX; an integer literal still keeps its low bits
+    const s = ['1e19', 'INF', '-INF', '1e10', '-1.5', '255.9', 'NaN', '300'];
+    const u64 = cast({ dtype: 'string', shape: [s.length], data: s }, { to: 'uint64' }).data as BigUint64Array;
+    expect(Array.from(u64)).toEqual([10n ** 19n, 2n ** 64n - 1n, 0n, 10n ** 10n, 0n, 255n, 0n, 300n]);
+    const i32 = cast({ dtype: 'string', shape: [s.length], data: s }, { to: 'int32' }).data as Int32Array;
+    expect(Array.from(i32)).toEqual([2 ** 31 - 1, 2 ** 31 - 1, -(2 ** 31), 2 ** 31 - 1, -1, 255, 0, 300]);
+    const u32 = cast({ dtype: 'string', shape: [s.length], data: s }, { to: 'uint32' }).data as Uint32Array;
+    expect(Array.from(u32)).toEqual([2 ** 32 - 1, 2 ** 32 - 1, 0, 2 ** 32 - 1, 0, 255, 0, 300]);
+    const i8 = cast({ dtype: 'string', shape: [s.length], data: s }, { to: 'int8' }).data as Int8Array;
+    expect(Array.from(i8)).toEqual([127, 127, -128, 127, -1, 127, 0, 44]);
+    const i64 = cast({ dtype: 'string', shape: [3], data: ['1e19', '-INF', '-1e19'] }, { to: 'int64' }).data as BigInt64Array;
+    expect(Array.from(i64)).toEqual([2n ** 63n - 1n, -(2n ** 63n), -(2n ** 63n)]);
+    // 4-bit targets keep the low bits of the truncated value (NaN, ±Inf → 0), as float → int4 does
+    const i4 = unpack(cast({ dtype: 'string', shape: [4], data: ['8.5', '-9.5', 'INF', '1e19'] }, { to: 'int4' }).data as Uint8Array, 4, 4);
+    expect(i4).toEqual(unpack(cast({ dtype: 'float64', shape: [4], data: [8.5, -9.5, Infinity, 1e19] }, { to: 'int4' }).data as Uint8Array, 4, 4));
+  });
   it('numbers → string, and back to the same values', () => {
     const xs = new Float32Array([0.4789254665374756, 1e-7, -2.5, 1e20, Infinity, -Infinity, NaN, 0]);
     const s = cast({ dtype: 'float32', shape: [xs.length], data: xs }, { to: 'string' }).data as string[];
@@ -411,6 +429,20 @@ describe('Cast bad input: KernelError, nothing written', () => {
     expect(ek.stats().tensorsLive).toBe(live);
     expect(before.length).toBeGreaterThan(0);
     x.dispose(); c.dispose();
+  });
+  it('a package string tensor holding a non-string (written into its data) is INVALID_VALUE, nothing written or leaked', () => {
+    const n = 16384 + 5; // more than one pivot chunk: the bad value is in the second
+    const x = ek.tensor('string', [n], new Array<string>(n).fill('1.5'));
+    (x.data as unknown[])[n - 2] = null;
+    const y = ek.tensor('float32', [n]);
+    const live = ek.stats().tensorsLive;
+    const before = memorySnapshot(ek);
+    for (const to of ['float32', 'int8', 'string']) {
+      expectKernelError(() => ek.run('Cast', [x], { to }, to === 'float32' ? { outputs: [y] } : undefined), 'INVALID_VALUE', /data\[16387\]/);
+    }
+    expect(Buffer.from(memorySnapshot(ek)).equals(Buffer.from(before))).toBe(true);
+    expect(ek.stats().tensorsLive).toBe(live);
+    x.dispose(); y.dispose();
   });
   it('accepts the TensorProto integer and the dtype name for `to`', () => {
     expect(cast({ dtype: 'float32', shape: [1], data: [1] }, { to: 17 }).dtype).toBe('float8e4m3fn');

@@ -180,6 +180,13 @@ function castFromString(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean,
   const base = ctx.scratch(8 * CHUNK + 4 * CHUNK + CHUNK + 64);
   const A = base, B = base + 8 * CHUNK, T = B + 4 * CHUNK;
   const intTarget = dst.kind === 'int' || dst.kind === 'uint';
+  // An integer literal is an integer: exact, its low bits kept (as integer → integer casts do).
+  // Any other numeric string is a float64 and follows the float → integer rule: truncate,
+  // saturate to the *target's* range (not int64's: "1e19" is a uint64, +INF an int32's max),
+  // NaN → 0; the 4-bit and 2-bit targets keep the low bits (NaN, ±Inf, |x| ≥ 2^63 → 0).
+  const packed = dst.bits < 8;
+  const lo = dst.kind === 'uint' ? 0n : -(1n << BigInt(dst.bits - 1));
+  const hi = dst.kind === 'uint' ? (1n << BigInt(dst.bits)) - 1n : (1n << BigInt(dst.bits - 1)) - 1n;
   for (let start = 0; start < n; start += CHUNK) {
     const len = Math.min(CHUNK, n - start);
     const d = addr(y, start);
@@ -190,7 +197,9 @@ function castFromString(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean,
         if (/^[+-]?\d+$/.test(t)) v[i] = BigInt.asIntN(64, BigInt(t));
         else {
           const f = Math.trunc(parseNumber(t));
-          v[i] = Number.isNaN(f) ? 0n : f >= 2 ** 63 ? 2n ** 63n - 1n : f <= -(2 ** 63) ? -(2n ** 63n) : BigInt(f);
+          if (Number.isNaN(f)) v[i] = 0n;
+          else if (packed) v[i] = Math.abs(f) < 2 ** 63 ? BigInt(f) : 0n;
+          else v[i] = BigInt.asIntN(64, f >= hi ? hi : f <= lo ? lo : BigInt(f));
         }
       }
       e.encodeFromI64(A, d, len, dst.onnx, T);
@@ -255,6 +264,12 @@ const cast: OpDef = {
     if (to.kind === 'complex') fail('INVALID_DTYPE', `${op} attribute to: casting to ${to.name} is not supported (ONNX Cast takes no complex types)`);
     const saturate = attrs.saturate === 1;
     const mode = ROUND_MODES[attrs.round_mode as string];
+    // a package string tensor's data is a plain array the caller may have written anything
+    // into: check it before the output is allocated or anything is written
+    if (x!.dtype === 'string') {
+      const a = x!.data as unknown[];
+      for (let i = 0; i < a.length; i++) if (typeof a[i] !== 'string') fail('INVALID_VALUE', `${op} input input: data[${i}]: expected a string, got ${show(a[i])}`);
+    }
     const [y] = ctx.prepareOutputs(op, [{ dtype: to.name, shape: x!.shape }], outs, [true], [x]);
     if (y === null || x!.size === 0) return [y];
     if (x!.dtype === 'string' && to.name === 'string') { const a = x!.data as string[], b = y.data as string[]; for (let i = 0; i < a.length; i++) b[i] = a[i]; }
