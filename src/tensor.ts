@@ -54,7 +54,10 @@ export class Tensor<D extends DType = DType> {
     this.size = shapeSize(shape);
     this.byteLength = byteLengthOf(info, this.size);
     this.byteOffset = byteOffset;
-    this.strings = strings;
+    // a string tensor's host array has its shape's length, as a typed view does: sealed, so
+    // data.push / data.length = … cannot leave operators reading undefined or writing past
+    // the shape (elements stay writable)
+    this.strings = strings === null ? null : Object.seal(strings);
   }
 
   get rank(): number {

@@ -55,6 +55,28 @@ describe('tensors', () => {
     s.dispose();
   });
 
+  it("a string tensor's data keeps its shape's length: operators never read undefined or write past the shape", () => {
+    const s = ek.tensor('string', [3], ['1', '2', '3']);
+    expect(() => { (s.data as string[]).length = 1; }).toThrow(TypeError);
+    expect(() => (s.data as string[]).push('4')).toThrow(TypeError);
+    (s.data as string[])[1] = '5'; // elements stay writable
+    expect(s.data).toEqual(['1', '5', '3']);
+    for (const to of ['float32', 'int32', 'string'] as const) {
+      const [y] = ek.run('Cast', [s], { to });
+      expect(Array.from(y!.data as ArrayLike<unknown>).map(String)).toEqual(['1', '5', '3']);
+      y!.dispose();
+    }
+    const cache = ek.tensor('string', [1, 3, 1], ['a', 'b', 'c']);
+    const update = ek.tensor('string', [1, 2, 1], ['x', 'y']);
+    expect(() => { (update.data as string[]).length = 0; }).toThrow(TypeError);
+    ek.run('TensorScatter', [cache, update]);
+    expect(cache.data).toEqual(['x', 'y', 'c']);
+    // a zero-filled string tensor, an operator's output and a plain input's copy are sealed too
+    const [z] = ek.run('Cast', [{ dtype: 'float32', shape: [2], data: [1, 2] }], { to: 'string' });
+    for (const t of [ek.tensor('string', [2]), z!]) expect(Object.isSealed(t.data)).toBe(true);
+    for (const t of [s, cache, update, z!]) t.dispose();
+  });
+
   it('a disposed tensor is an error everywhere, and dispose is idempotent', () => {
     const t = ek.tensor('float32', [2]);
     const live = ek.stats().tensorsLive;
