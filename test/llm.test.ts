@@ -289,6 +289,20 @@ describe('llama2.c checkpoint loader', () => {
     new DataView(bad.buffer).setInt32(12, 5, true); // n_heads 5 does not divide dim 24
     expect(() => pkg.parseCheckpoint(bad)).toThrow(/multiple of n_heads/);
   });
+  it('a Llama whose KV cache cannot be made (bad cacheDtype, too big for the memory) gives its weights back', () => {
+    const live = () => ek.stats().tensorsLive, bytes = () => ek.stats().bytesInUse;
+    const before = [live(), bytes()];
+    for (const q of [undefined, 'q8'] as const) {
+      const { bytes: ck } = ref.makeCheckpoint(cfg, 2);
+      expect(() => new pkg.Llama(ek, ck, { cacheDtype: 'bogus', quantize: q })).toThrow(pkg.KernelError);
+      expect([live(), bytes()], `cacheDtype bogus, quantize ${q}`).toEqual(before);
+    }
+    // 1000 layers × 2^20 positions of K and V: 16 GB of cache for an 8.5 MB file
+    const big = { dim: 2, hiddenDim: 1, nLayers: 1000, nHeads: 1, nKvHeads: 1, vocabSize: 2, seqLen: 1 << 20, sharedClassifier: true };
+    const ck = pkg.writeCheckpoint(big, new Float32Array(pkg.weightLayout(big).total));
+    expect(() => new pkg.Llama(ek, ck)).toThrow(/OUT_OF_MEMORY/);
+    expect([live(), bytes()], 'cache too big').toEqual(before);
+  });
 });
 
 describe('llama2.c version-2 (Q8_0) checkpoints', () => {

@@ -110,23 +110,33 @@ export class Llama {
       this.q8Layout = undefined;
       this.weights = this.loadF32(checkpoint, layout);
     }
-    // Activations: 16-byte aligned sub-buffers of one tensor (xq: int16 codes, in floats' room).
-    const maxN = Math.max(c.dim, c.hiddenDim);
-    const sizes = { x: c.dim, xb: c.dim, xb2: c.dim, hb: c.hiddenDim, hb2: c.hiddenDim, q: c.dim, kk: this.kvDim, vv: this.kvDim, att: c.dim, logits: c.vocabSize, rope: 2 * hs, xq: q8 ? maxN / 2 + 1 : 0, xs: q8 ? maxN : 0 };
-    let total = 0;
-    const off: Record<string, number> = {};
-    for (const [name, n] of Object.entries(sizes)) { off[name] = total; total += Math.ceil(n / 4) * 4 + 4; }
-    this.act = ek.hold(ek.tensor('float32', [total]));
-    const base = this.act.byteOffset;
-    this.ptr = Object.fromEntries(Object.entries(off).map(([n, o]) => [n, base + o * 4])) as Llama['ptr'];
-    const view = (p: number, shape: number[]) => new Tensor(ek, F32, shape, p);
-    this.qT = view(this.ptr.q, [1, c.nHeads, 1, hs]);
-    this.attT = view(this.ptr.att, [1, c.nHeads, 1, hs]);
-    this.kT = view(this.ptr.kk, [1, c.nKvHeads, 1, hs]);
-    this.vT = view(this.ptr.vv, [1, c.nKvHeads, 1, hs]);
-    this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32', queryHeads: c.nHeads });
-    this.rope = new Float32Array(2 * hs);
-    this.scale = f(1 / Math.sqrt(hs));
+    // The weights are in: a failure from here on (a bad cacheDtype, a KV cache that does not
+    // fit the memory) gives them and the activations back before it propagates.
+    let act: Tensor | undefined;
+    try {
+      // Activations: 16-byte aligned sub-buffers of one tensor (xq: int16 codes, in floats' room).
+      const maxN = Math.max(c.dim, c.hiddenDim);
+      const sizes = { x: c.dim, xb: c.dim, xb2: c.dim, hb: c.hiddenDim, hb2: c.hiddenDim, q: c.dim, kk: this.kvDim, vv: this.kvDim, att: c.dim, logits: c.vocabSize, rope: 2 * hs, xq: q8 ? maxN / 2 + 1 : 0, xs: q8 ? maxN : 0 };
+      let total = 0;
+      const off: Record<string, number> = {};
+      for (const [name, n] of Object.entries(sizes)) { off[name] = total; total += Math.ceil(n / 4) * 4 + 4; }
+      this.act = act = ek.hold(ek.tensor('float32', [total]));
+      const base = this.act.byteOffset;
+      this.ptr = Object.fromEntries(Object.entries(off).map(([n, o]) => [n, base + o * 4])) as Llama['ptr'];
+      const view = (p: number, shape: number[]) => new Tensor(ek, F32, shape, p);
+      this.qT = view(this.ptr.q, [1, c.nHeads, 1, hs]);
+      this.attT = view(this.ptr.att, [1, c.nHeads, 1, hs]);
+      this.kT = view(this.ptr.kk, [1, c.nKvHeads, 1, hs]);
+      this.vT = view(this.ptr.vv, [1, c.nKvHeads, 1, hs]);
+      this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32', queryHeads: c.nHeads });
+      this.rope = new Float32Array(2 * hs);
+      this.scale = f(1 / Math.sqrt(hs));
+    } catch (e) {
+      act?.dispose();
+      this.q8?.codes.dispose();
+      this.weights.dispose();
+      throw e;
+    }
   }
 
   /** Version 2: int8 codes copied as they are, scales transposed per matrix, norms as float32. */
