@@ -495,6 +495,18 @@ describe('sampler', () => {
   it('probabilities that are not numbers (NaN / Inf logits) are a KernelError, not an undefined token', () => {
     expect(() => pkg.sampleTopp([NaN, NaN, NaN], Math.fround(0.9), 0.5)).toThrow(/not finite/);
   });
+  it('a near-uniform distribution with every probability below the top-p cutoff samples from the nucleus of all tokens', () => {
+    // n = 300, topp = 0.001: cutoff 0.999 / 299 ≈ 0.00334 > every p ≈ 1/300; the nucleus is the
+    // single most likely token (its p alone exceeds topp)
+    const n = 300, p = new Float32Array(n);
+    for (let i = 0; i < n; i++) p[i] = Math.fround(1 / n + (i === 123 ? 1e-6 : 0) - (i === 7 ? 1e-6 : 0));
+    for (const coin of [0, 0.3, 0.999]) {
+      expect(pkg.sampleTopp(p, Math.fround(0.001), coin)).toBe(123);
+      expect(pkg.sampleTopp(p, Math.fround(0.001), coin)).toBe(ref.refTopp(Array.from(p), Math.fround(0.001), coin));
+    }
+    // a larger topp over the same distribution: the nucleus is every token but the least likely few
+    expect(pkg.sampleTopp(p, Math.fround(0.5), 0.9999)).not.toBe(7);
+  });
 });
 
 describe('tokenizer without byte-fallback tokens', () => {

@@ -86,10 +86,19 @@ export function sampleTopp(probs: ArrayLike<number>, topp: number, coin: number)
   const idx: number[] = [];
   for (let i = 0; i < n; i++) if (probs[i] >= cutoff) idx.push(i);
   idx.sort((a, b) => probs[b] - probs[a]);
-  // no probability reaches the cutoff only when they are not numbers (NaN / Inf logits, or a
-  // temperature so small that logits / temperature overflow): run.c indexes past its array
+  // No probability reaches the cutoff when they are not numbers (NaN / Inf logits, or a
+  // temperature so small that logits / temperature overflow), or when they are all below it: a
+  // near-uniform distribution (a high temperature) with a small topp, where every p ≈ 1/n <
+  // (1 − topp)/(n − 1). run.c then indexes before its array (undefined behaviour); the cutoff
+  // only prunes tokens that cannot be in the nucleus, so the nucleus is taken from all of them.
   if (idx.length === 0) {
-    throw new KernelError('INVALID_VALUE', 'sampler: the probabilities are not finite (NaN or infinite logits, or a temperature so small that logits / temperature overflow float32)');
+    for (let i = 0; i < n; i++) {
+      if (!Number.isFinite(probs[i])) {
+        throw new KernelError('INVALID_VALUE', 'sampler: the probabilities are not finite (NaN or infinite logits, or a temperature so small that logits / temperature overflow float32)');
+      }
+      idx.push(i);
+    }
+    idx.sort((a, b) => probs[b] - probs[a]);
   }
   let cum = 0;
   let last = idx.length - 1;

@@ -258,7 +258,10 @@ export function refRng(seed: bigint): () => number {
 /** top-p sampling in float64 (run.c's algorithm). */
 export function refTopp(probs: number[], topp: number, coin: number): number {
   const n = probs.length, cutoff = (1 - topp) / (n - 1);
-  const idx = probs.map((p, i) => i).filter((i) => probs[i] >= cutoff).sort((a, b) => probs[b] - probs[a] || a - b);
+  // the cutoff only prunes tokens outside the nucleus while at least one token reaches it (the
+  // pruned mass is then < 1 − topp); when none does, the nucleus comes from all tokens
+  const kept = probs.map((p, i) => i).filter((i) => probs[i] >= cutoff);
+  const idx = (kept.length ? kept : probs.map((p, i) => i)).sort((a, b) => probs[b] - probs[a] || a - b);
   let cum = 0, last = idx.length - 1;
   for (let i = 0; i < idx.length; i++) { cum += probs[idx[i]]; if (cum > topp) { last = i; break; } }
   const r = coin * cum;
