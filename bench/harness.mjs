@@ -44,17 +44,13 @@ export async function memcpy(bytes, opts) {
 }
 
 /**
- * The read limit: a hand-assembled WebAssembly SIMD loop that sums `bytes` bytes (v128.load +
- * f32x4.add, 128 bytes per iteration into 4 accumulators), the least a kernel that must read
- * them can do in this engine. The buffer is written first (untouched pages would all map the
- * one zero page and read from cache). Natively (gcc -O2 -mavx2, 60 MB, best of 10) this
- * machine reads 14–16 GB/s with 128-bit and 16–18 GB/s with 256-bit loads.
+ * The read limit: a function that reads `bytes` bytes once per call with a hand-assembled
+ * WebAssembly SIMD loop (v128.load + f32x4.add, 128 bytes per iteration into 4 accumulators),
+ * the least a kernel that must read them can do in this engine. The buffer is written first
+ * (untouched pages would all map the one zero page and read from cache). Natively (gcc -O2
+ * -mavx2, 60 MB, best of 10) this machine reads 14–16 GB/s with 128-bit and 16–18 GB/s with
+ * 256-bit loads.
  */
-export async function readFloor(bytes, opts) {
-  return time(await reader(bytes), opts);
-}
-
-/** readFloor's loop as a function that reads the `bytes` bytes once per call. */
 export async function reader(bytes) {
   const n = Math.ceil(bytes / 128) * 128;
   const leb = (v) => { const o = []; do { let b = v & 0x7f; v >>>= 7; if (v) b |= 0x80; o.push(b); } while (v); return o; };
@@ -82,7 +78,7 @@ export async function reader(bytes) {
   const { instance } = await WebAssembly.instantiate(wasm);
   const { read, mem } = instance.exports;
   new Uint8Array(mem.buffer, 0, n).fill(0x3c);
-  if (!(read(0, n) > 0)) throw new Error('readFloor: the sum is not positive');
+  if (!(read(0, n) > 0)) throw new Error('reader: the sum is not positive');
   return () => read(0, n);
 }
 
@@ -135,7 +131,6 @@ export async function makeHarness(ek, rows) {
     ek,
     time,
     memcpy,
-    readFloor,
     reader,
     copyBuffers,
     onnxModel,
