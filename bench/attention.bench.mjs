@@ -48,21 +48,15 @@ function relaxedCases(ek) {
   };
 }
 
-/** simd vs relaxed build, interleaved rounds in this process: one { case, impl, stats, bytes, flops } per build and case. */
+/** simd vs relaxed build, interleaved rounds in this process: one { case, impl, stats, bytes, flops, paired } per build and case. */
 async function relaxedRows(init, fast) {
+  const { interleave, pairedRatio, stats } = await import('./harness.mjs');
   const builds = [['edgekernels', await init({ build: 'simd' })], ['edgekernels relaxed', await init({ build: 'relaxed' })]];
   const sets = builds.map(([, ek]) => relaxedCases(ek));
   const rows = [];
   for (let c = 0; c < sets[0].cases.length; c++) {
-    const ms = sets.map((set, i) => ({ impl: builds[i][0], ...set.cases[c], samples: [] }));
-    for (const m of ms) { const t0 = performance.now(); while (performance.now() - t0 < (fast ? 200 : 500)) m.fn(); }
-    for (let r = 0; r < (fast ? 4 : 8); r++) {
-      for (const m of ms) for (let k = 0; k < 3; k++) { const t0 = performance.now(); m.fn(); m.samples.push(performance.now() - t0); }
-    }
-    for (const m of ms) {
-      const xs = m.samples.sort((a, b) => a - b), q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-      rows.push({ case: m.name, impl: m.impl, stats: { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length }, bytes: m.bytes, flops: m.flops });
-    }
+    const ms = await interleave(sets.map((set, i) => ({ impl: builds[i][0], ...set.cases[c] })), { warmMs: fast ? 200 : 500, rounds: fast ? 8 : 24 });
+    for (const m of ms) rows.push({ case: m.name, impl: m.impl, stats: stats(m.samples), bytes: m.bytes, flops: m.flops, paired: pairedRatio(m, ms[0]) });
   }
   sets.forEach((s) => s.dispose());
   builds.forEach(([, ek]) => ek.dispose());
@@ -79,32 +73,14 @@ export default async function (h) {
   const fast = process.env.BENCH_FAST === '1';
   // Every implementation (ours and the wasm / native peers) first runs for `warmMs`, so
   // the engines' optimizing tiers (V8's TurboFan for wasm) are measured, not the baseline.
-  // The implementations of one case are then timed in interleaved rounds (a few runs of
-  // each, in turn), so a change of machine load hits all of them alike and the ratios hold.
-  const warmMs = fast ? 200 : 500;
-  const rounds = fast ? 4 : 8, perRound = 3;
-  const stats = (xs) => {
-    xs.sort((a, b) => a - b);
-    const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-    return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
-  };
-  /** impls: [{ impl, fn, bytes?, flops? }] → emits one row per impl. */
+  // The implementations of one case are then timed in interleaved rounds (one run of each,
+  // in turn), and each row carries its paired ratio to ours (the median over rounds of the
+  // two round times' ratio): a change of machine load hits both sides of a round alike.
+  const opts = { warmMs: fast ? 200 : 500, rounds: fast ? 8 : 24 };
+  /** impls: [{ impl, fn, bytes?, flops? }], ours first → emits one row per impl. */
   const measure = async (suite, name, impls) => {
-    for (const m of impls) {
-      const t0 = performance.now();
-      while (performance.now() - t0 < warmMs) await m.fn();
-      m.samples = [];
-    }
-    for (let r = 0; r < rounds; r++) {
-      for (const m of impls) {
-        for (let k = 0; k < perRound; k++) {
-          const t0 = performance.now();
-          await m.fn();
-          m.samples.push(performance.now() - t0);
-        }
-      }
-    }
-    for (const m of impls) h.emit({ suite, case: name, impl: m.impl, stats: stats(m.samples), bytes: m.bytes, flops: m.flops });
+    await h.interleave(impls, opts);
+    for (const m of impls) h.emit({ suite, case: name, impl: m.impl, stats: h.stats(m.samples), bytes: m.bytes, flops: m.flops, paired: h.pairedRatio(m, impls[0]) });
   };
 
   /** ORT peers running ONNX Attention with the given feeds: [{ impl, fn }] (missing peers left out). */
@@ -238,6 +214,6 @@ export default async function (h) {
       if (r.status !== 0) console.error(`# relaxed child failed: ${(r.stderr || r.error?.message || '').split('\n')[0]}`);
       rows = (r.stdout ?? '').split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l));
     }
-    for (const x of rows) h.emit({ suite: 'Attention (relaxed build)', case: x.case, impl: x.impl, stats: x.stats, bytes: x.bytes, flops: x.flops });
+    for (const x of rows) h.emit({ suite: 'Attention (relaxed build)', case: x.case, impl: x.impl, stats: x.stats, bytes: x.bytes, flops: x.flops, paired: x.paired });
   }
 }

@@ -22,6 +22,56 @@ export async function time(fn, { minMs = 300, maxRuns = 200, minRuns = 5 } = {})
 }
 
 /**
+ * Times `impls` ([{ fn }], the first the reference) in interleaved rounds: each first runs for
+ * `warmMs` (so V8's optimizing tier is measured), then every round runs each impl `perRound`
+ * times in turn. Sets `samples` (every run, ms) and `roundMs` (each round's median) on each
+ * impl, and returns them.
+ */
+export async function interleave(impls, { warmMs, rounds, perRound = 1 }) {
+  for (const m of impls) {
+    const t0 = performance.now();
+    while (performance.now() - t0 < warmMs) await m.fn();
+    m.samples = [];
+    m.roundMs = [];
+  }
+  for (let r = 0; r < rounds; r++) {
+    for (const m of impls) {
+      const xs = [];
+      for (let k = 0; k < perRound; k++) {
+        const t0 = performance.now();
+        await m.fn();
+        xs.push(performance.now() - t0);
+      }
+      m.samples.push(...xs);
+      m.roundMs.push(median(xs));
+    }
+  }
+  return impls;
+}
+
+/**
+ * The paired ratio of two interleaved impls: the median over rounds of a's round time over
+ * ref's. The host's other tenants slow this machine by up to half for seconds at a time, and
+ * both impls of a round see the same load, so this ratio holds where a ratio of two overall
+ * medians (each a mix of quiet and loaded rounds) does not.
+ */
+export function pairedRatio(a, ref) {
+  return median(a.roundMs.map((t, i) => t / ref.roundMs[i]));
+}
+
+/** { median, p10, p90, runs } of samples (ms). */
+export function stats(samples) {
+  const xs = samples.slice().sort((a, b) => a - b);
+  const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
+  return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
+}
+
+function median(xs) {
+  const s = xs.slice().sort((a, b) => a - b), n = s.length;
+  return n % 2 ? s[n >> 1] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/**
  * A source and a destination of `bytes` bytes for a memcpy row, in one buffer with dst half a
  * 4 KiB page past a whole number of pages after src. glibc's memmove on this AMD Zen runs far
  * slower for some distances dst − src modulo 4096: 16 (where two separate heap allocations
@@ -133,9 +183,13 @@ export async function makeHarness(ek, rows) {
     memcpy,
     reader,
     copyBuffers,
+    interleave,
+    pairedRatio,
+    stats,
     onnxModel,
     ort: { web, node },
-    emit({ suite, case: name, impl, stats, bytes, flops, note }) {
+    /** paired: this impl's time over edgekernels' by round (pairedRatio), when interleaved with it. */
+    emit({ suite, case: name, impl, stats, bytes, flops, note, paired }) {
       const row = {
         suite, case: name, impl,
         // 4 significant digits, not 4 decimals: a 1.2 µs decode append was 0.0012 and its
@@ -144,6 +198,7 @@ export async function makeHarness(ek, rows) {
       };
       if (bytes !== undefined) { row.bytes = bytes; row.gbps = +(bytes / stats.median / 1e6).toFixed(3); }
       if (flops !== undefined) { row.flops = flops; row.gflops = +(flops / stats.median / 1e6).toFixed(3); }
+      if (paired !== undefined) row.paired_vs_ours = +paired.toPrecision(4);
       if (note) row.note = note;
       rows.push(row);
       console.log(JSON.stringify(row));

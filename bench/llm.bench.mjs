@@ -116,7 +116,12 @@ export default async function (h) {
   }
 
   // ---- decode step of the cache: append 1 token + attend, one layer -----------------
+  // Every cache dtype and attend kernel, our ONNX Attention-23 with past/present and the
+  // peers' are timed in the same interleaved rounds (h.interleave), one case: the ratio
+  // column is each runner's paired ratio to the float32 cache with TRT_Attention (the
+  // `edgekernels` row), so "fp8 / int8 at least 1.8× faster than float32" reads directly.
   {
+    const fast = process.env.BENCH_FAST === '1';
     const Hq = 32, Hkv = 8, D = 128, L = 4096;
     const k = ek.tensor('float32', [1, Hkv, 1, D]), v = ek.tensor('float32', [1, Hkv, 1, D]);
     const q = ek.tensor('float32', [1, Hq, 1, D]), out = ek.tensor('float32', [1, Hq, 1, D]);
@@ -125,35 +130,34 @@ export default async function (h) {
     q.data.forEach((_, i, a) => { a[i] = Math.sin(i) * 0.1; });
     const mask = { dtype: 'int32', shape: [1, L], data: new Int32Array(L).fill(1) };
     mask.data[L - 1] = 0;
-    const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, float32 cache`;
+    const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, per cache dtype`;
+    const flops = 4 * Hq * L * D;
+    const runners = [], owned = [];
     for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']) {
       const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
+      owned.push(cache);
       cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
       const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' || dtype === 'float8e4m3fn' ? 1 : 2);
-      // int8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
+      // int8 / fp8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
       for (const impl of dtype === 'int8' || dtype === 'float8e4m3fn' ? ['auto'] : ['TRT_Attention', 'builtin']) {
         const step = () => {
           cache.append(0, k, v);
           cache.attend(0, q, { out, impl });
           cache.reset(); cache.setLengthsFromMask(mask);
         };
-        const label = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, ${dtype} cache`;
-        h.emit({ suite: 'kvcache decode', case: label, impl: impl === 'builtin' ? 'edgekernels-builtin' : 'edgekernels', stats: await h.time(step, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: `attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
+        const label = dtype === 'float32' && impl === 'TRT_Attention' ? 'edgekernels' : `edgekernels ${dtype} cache${impl === 'builtin' ? ', builtin attend' : ''}`;
+        runners.push({ impl: label, fn: step, bytes, note: `${dtype} cache, attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
       }
-      cache.dispose();
     }
     const bytes = 2 * Hkv * L * D * 4;
     // The peers' operator on our side: ONNX Attention with past_key/past_value through ek.run,
     // same shapes, mask and values as the peers' feeds, present_key/present_value preallocated.
-    {
-      const pk = ek.tensor('float32', [1, Hkv, L - 1, D]), pv = ek.tensor('float32', [1, Hkv, L - 1, D]);
-      pk.data.fill(0.1); pv.data.fill(0.25);
-      const am = ek.tensor('float32', [1, L]);
-      const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
-      const fn = () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs });
-      h.emit({ suite: 'kvcache decode', case: name, impl: 'edgekernels Attention-23 past/present', stats: await h.time(fn, { minMs: 600, maxRuns: 100 }), bytes, flops: 4 * Hq * L * D, note: 'ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
-      for (const t of [pk, pv, am, outs[1], outs[2]]) t.dispose();
-    }
+    const pk = ek.tensor('float32', [1, Hkv, L - 1, D]), pv = ek.tensor('float32', [1, Hkv, L - 1, D]);
+    pk.data.fill(0.1); pv.data.fill(0.25);
+    const am = ek.tensor('float32', [1, L]);
+    const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
+    owned.push(pk, pv, am, outs[1], outs[2]);
+    runners.push({ impl: 'edgekernels Attention-23 past/present', fn: () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs }), bytes, note: 'float32, ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
     // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
     const model = h.onnxModel({
       op: 'Attention', opset: 23,
@@ -175,11 +179,14 @@ export default async function (h) {
           past_key: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.1) },
           past_value: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.25) },
         });
-        h.emit({ suite: 'kvcache decode', case: name, impl: `ort-${impl}`, stats: await h.time(run, { minMs: 600, maxRuns: 60 }), bytes, flops: 4 * Hq * L * D, note: 'ONNX Attention-23 with past_key/past_value (copies the past into present)' });
+        runners.push({ impl: `ort-${impl}`, fn: run, bytes, note: 'float32, ONNX Attention-23 with past_key/past_value (copies the past into present)' });
       } catch (e) {
         console.error(`# ort-${impl} Attention-23: ${e.message.split('\n')[0]}`);
       }
     }
+    await h.interleave(runners, { warmMs: fast ? 200 : 400, rounds: fast ? 8 : 20 });
+    for (const m of runners) h.emit({ suite: 'kvcache decode', case: name, impl: m.impl, stats: h.stats(m.samples), bytes: m.bytes, flops, note: m.note, paired: h.pairedRatio(m, runners[0]) });
+    for (const x of owned) x.dispose();
     k.dispose(); v.dispose(); q.dispose(); out.dispose();
   }
 }
@@ -319,12 +326,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
       }
     }
   }
-  const warmMs = fast ? 300 : 800, rounds = fast ? 4 : 8, perRound = 3;
-  const stats = (xs) => {
-    xs = xs.slice().sort((a, b) => a - b);
-    const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-    return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
-  };
+  const opts = { warmMs: fast ? 300 : 800, rounds: fast ? 8 : 24 };
   // The read limit for the float32 step: a bare SIMD loop over as many bytes as its weights
   // (timed interleaved with the steps below, so under the same load). 3× onnxruntime-web's
   // step must come in under it to be possible with float32 weights.
@@ -393,28 +395,16 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
       }
     }
     runners.push({ variant: 'floor', impl: 'read floor', fn: readWeights, note: `a WebAssembly SIMD loop that only reads ${params * 4} bytes (the float32 weights' size; bench/harness.mjs reader), interleaved with the steps` });
-    for (const im of runners) {
-      const t0 = performance.now();
-      while (performance.now() - t0 < warmMs) await im.fn();
-      im.samples = [];
-    }
-    for (let r = 0; r < rounds; r++) {
-      for (const im of runners) {
-        for (let k = 0; k < perRound; k++) {
-          const t0 = performance.now();
-          await im.fn();
-          im.samples.push(performance.now() - t0);
-        }
-      }
-    }
+    await h.interleave(runners, opts);
     const where = `decode step at pos ${pos} (${pos + 1} keys of ${cap}), stories15M-shaped per-step graph (dim 288, 6 layers, 6 heads, vocab 32000, random weights), logits, no sampling`;
     for (const v of variants) {
       const name = v.key === 'f32' ? where : `${where}, ${v.label}`;
       const bytes = v.key === 'f32' ? params * 4 : params + groups * 4;
+      const ours = runners.find((im) => im.variant === v.key && im.impl === 'edgekernels');
       for (const im of runners) {
         if (im.variant === 'floor' ? v.key !== 'f32' : v.key === 'f32' && im.variant !== 'f32') continue;
         const impl = im.variant === v.key || im.variant === 'floor' ? im.impl : `${im.impl} (float32 weights)`;
-        h.emit({ suite: 'llm decode', case: name, impl, stats: stats(im.samples), bytes: im.variant === 'f32' || im.variant === 'floor' ? params * 4 : bytes, flops: 2 * params, note: im.note });
+        h.emit({ suite: 'llm decode', case: name, impl, stats: h.stats(im.samples), bytes: im.variant === 'f32' || im.variant === 'floor' ? params * 4 : bytes, flops: 2 * params, note: im.note, paired: h.pairedRatio(im, ours) });
       }
     }
   }

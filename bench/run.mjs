@@ -26,11 +26,13 @@ for (const r of rows) {
   if (!groups.has(k)) groups.set(k, []);
   groups.get(k).push(r);
 }
+// time / edgekernels: the paired ratio (median over interleaved rounds of the two round
+// times' ratio, harness.mjs pairedRatio) where the bench measured one, else the medians' ratio
 const lines = ['| suite | case | impl | median ms | GB/s | GFLOP/s | time / edgekernels |', '|---|---|---|---:|---:|---:|---:|'];
 for (const g of groups.values()) {
   const ours = g.find((r) => r.impl === 'edgekernels');
   for (const r of g) {
-    const ratio = ours ? (r.median_ms / ours.median_ms).toFixed(2) : '';
+    const ratio = r.paired_vs_ours !== undefined ? r.paired_vs_ours.toFixed(2) : ours ? (r.median_ms / ours.median_ms).toFixed(2) : '';
     lines.push(`| ${r.suite} | ${r.case} | ${r.impl} | ${r.median_ms} | ${r.gbps ?? ''} | ${r.gflops ?? ''} | ${ratio} |`);
   }
 }
