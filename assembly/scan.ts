@@ -117,47 +117,66 @@ function laeF64(a: f64, b: f64): f64 {
 
 // ---- vector operations -----------------------------------------------------------
 
+// MAGIC = 1.5 · 2^23: for |y| < 2^22, y + MAGIC rounds y to the nearest integer n (ties to
+// even, the current rounding mode) and holds n in the low bits of its pattern:
+// bits(y + MAGIC) = bits(MAGIC) + n. So one add gives both n (as (y + MAGIC) − MAGIC) and
+// 2^n's exponent field ((bits + 127 − bits(MAGIC)) << 23) without a float → int conversion.
+// @ts-ignore: decorator
+@inline const MAGIC_F32: f32 = 12582912.0;
+// @ts-ignore: decorator
+@inline const MAGIC_BITS: i32 = 0x4b400000;
+
 /** exp(d) for d ≤ 0 (NaN propagates), 4 × f32.
  *  d = n·ln2 + r with n = nearest(d/ln2), |r| ≤ ln2/2 (ln2 split hi+lo, so r is exact to
- *  ~2^-32); e^r by its Taylor polynomial to r^7 (truncation ≤ 0.347^8/8! ≈ 5e-9);
- *  2^n built in the exponent field. d < −87 gives 0 (e^−87 ≈ 1.6e-38 is the last normal). */
+ *  ~2^-32); e^r by its Taylor polynomial to r^7 (truncation ≤ 0.347^8/8! ≈ 5e-9) evaluated
+ *  by Estrin's scheme (pairs, then r², r⁴: a dependency chain of 4 multiply-adds instead of
+ *  Horner's 7); 2^n built in the exponent field. d < −86 gives 0 (e^−86 ≈ 4.5e-38, so
+ *  neither this nor log1p's e / (2 + e) is ever subnormal: x86 computes a subnormal result
+ *  in a microcode assist ~100× slower, and logaddexp of far-apart values met them every
+ *  step; dropping e^d < 4.5e-38 changes m + log1p(e^d) by far less than the error bound). */
 @inline function expNegF32x4(d: v128): v128 {
-  const dc = f32x4.max(d, f32x4.splat(-87.0));
-  const n = f32x4.nearest(f32x4.mul(dc, f32x4.splat(1.4426950408889634)));
+  const dc = f32x4.pmax(d, f32x4.splat(-86.0)); // a NaN d stays (pmax(a, b) = a < b ? b : a)
+  const t = f32x4.add(f32x4.mul(dc, f32x4.splat(1.4426950408889634)), f32x4.splat(MAGIC_F32));
+  const n = f32x4.sub(t, f32x4.splat(MAGIC_F32));
   let r = f32x4.sub(dc, f32x4.mul(n, f32x4.splat(0.693145751953125)));
   r = f32x4.sub(r, f32x4.mul(n, f32x4.splat(1.428606765330187e-6)));
-  let p = f32x4.splat(1.0 / 5040.0);
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 720.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 120.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 24.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0 / 6.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(0.5));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
-  p = f32x4.add(f32x4.mul(p, r), f32x4.splat(1.0));
-  const scale = i32x4.shl(i32x4.add(i32x4.trunc_sat_f32x4_s(n), i32x4.splat(127)), 23);
+  // r² held at 2^-60 or more so that r⁴ cannot be subnormal (its term is then far below 1 ulp)
+  const r2 = f32x4.pmax(f32x4.mul(r, r), f32x4.splat(8.673617379884035e-19)), r4 = f32x4.mul(r2, r2);
+  const p01 = f32x4.add(r, f32x4.splat(1.0));
+  const p23 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 6.0)), f32x4.splat(0.5));
+  const p45 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 120.0)), f32x4.splat(1.0 / 24.0));
+  const p67 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 5040.0)), f32x4.splat(1.0 / 720.0));
+  const p03 = f32x4.add(f32x4.mul(p23, r2), p01);
+  const p47 = f32x4.add(f32x4.mul(p67, r2), p45);
+  const p = f32x4.add(f32x4.mul(p47, r4), p03);
+  const scale = i32x4.shl(i32x4.add(t, i32x4.splat(127 - MAGIC_BITS)), 23);
   const e = f32x4.mul(p, scale);
-  return v128.andnot(e, f32x4.lt(d, f32x4.splat(-87.0)));
+  return v128.andnot(e, f32x4.lt(d, f32x4.splat(-86.0)));
 }
 
 /** log1p(e) for e in [0, 1], 4 × f32: log1p(e) = 2·atanh(s), s = e / (2 + e) ∈ [0, 1/3],
- *  atanh(s) = s·(1 + s²/3 + s⁴/5 + … + s¹²/13) (truncation ≤ 2·(1/3)^15/15 ≈ 1e-8,
- *  and relative accuracy is kept for tiny e since s ≈ e/2). */
+ *  atanh(s) = s·(1 + z/3 + z²/5 + … + z⁶/13), z = s² (truncation ≤ 2·(1/3)^15/15 ≈ 1e-8,
+ *  and relative accuracy is kept for tiny e since s ≈ e/2), the polynomial in z by Estrin's
+ *  scheme. z comes from s raised to at least 2^-15, so z⁴ ≥ 2^-120 is never subnormal (a
+ *  slow assist on x86, from |a − b| > 10 on); below that the polynomial is 1 either way. */
 @inline function log1pUnitF32x4(e: v128): v128 {
   const s = f32x4.div(e, f32x4.add(e, f32x4.splat(2.0)));
-  const s2 = f32x4.mul(s, s);
-  let q = f32x4.splat(1.0 / 13.0);
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 11.0));
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 9.0));
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 7.0));
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 5.0));
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0 / 3.0));
-  q = f32x4.add(f32x4.mul(q, s2), f32x4.splat(1.0));
+  const sc = f32x4.pmax(s, f32x4.splat(3.0517578125e-5)); // 2^-15; a NaN s stays
+  const z = f32x4.mul(sc, sc), z2 = f32x4.mul(z, z), z4 = f32x4.mul(z2, z2);
+  const q01 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 3.0)), f32x4.splat(1.0));
+  const q23 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 7.0)), f32x4.splat(1.0 / 5.0));
+  const q45 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 11.0)), f32x4.splat(1.0 / 9.0));
+  const q03 = f32x4.add(f32x4.mul(q23, z2), q01);
+  const q46 = f32x4.add(f32x4.mul(f32x4.splat(1.0 / 13.0), z2), q45);
+  const q = f32x4.add(f32x4.mul(q46, z4), q03);
   return f32x4.mul(f32x4.add(s, s), q);
 }
 
-/** logaddexp, 4 × f32 (see laeF64 for the special cases; NaN propagates through max). */
+/** logaddexp, 4 × f32 (see laeF64 for the special cases). m = pmax(a, b) (one
+ *  instruction, where wasm's max is eight on x64) is exact for a ≠ b; a NaN argument makes
+ *  d = −|a − b| NaN, which the exp and log1p carry into the result. */
 @inline function laeF32x4(a: v128, b: v128): v128 {
-  const m = f32x4.max(a, b);
+  const m = f32x4.pmax(a, b);
   const d = f32x4.neg(f32x4.abs(f32x4.sub(a, b)));
   const r = f32x4.add(m, log1pUnitF32x4(expNegF32x4(d)));
   const same = f32x4.add(a, f32x4.splat(<f32>LN2));

@@ -214,6 +214,15 @@ describe('scan: fused combiners against the reference', () => {
         A[i] = (r() - 0.5) * [1e-3, 1, 10, 100, 1e4][i % 5];
         B[i] = A[i] + (r() - 0.5) * [1e-6, 0.1, 3, 30, 2000][Math.floor(i / 5) % 5];
       }
+      // the kernel's own edges: differences around its exp cut-off (e^d dropped below d = −86)
+      // and where s² and r⁴ would be subnormal (|a − b| from ~10 on; d ≈ −k·ln2, r ≈ 0),
+      // against a zero, a tiny and an ordinary other argument
+      let i = 0;
+      const edge = (a: number, b: number) => { A[i] = a; B[i] = b; i++; A[i] = b; B[i] = a; i++; };
+      for (const base of [0, 1e-30, -1e-30, 3.5, -70]) {
+        for (const d of [9, 9.7, 10, 20, 43, 44, 60, 85, 85.9, 86, 86.1, 86.5, 87, 87.4, 88, 90, 103.3, 104, 150]) edge(base, base - d);
+        for (let k = 1; k <= 60; k++) edge(base, base - k * Math.LN2);
+      }
       const [y, y2] = ek.combine.logaddexp({ dtype, shape: [n], data: A }, { dtype, shape: [n], data: B });
       const got = y.data as Float32Array;
       const mant = dtype === 'float32' ? 23 : 52;
