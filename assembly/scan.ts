@@ -125,6 +125,11 @@ function laeF64(a: f64, b: f64): f64 {
 @inline const MAGIC_F32: f32 = 12582912.0;
 // @ts-ignore: decorator
 @inline const MAGIC_BITS: i32 = 0x4b400000;
+// the same for float64: 1.5 · 2^52
+// @ts-ignore: decorator
+@inline const MAGIC_F64: f64 = 6755399441055744.0;
+// @ts-ignore: decorator
+@inline const MAGIC_BITS64: i64 = 0x4338000000000000;
 
 /** exp(d) for d ≤ 0 (NaN propagates), 4 × f32.
  *  d = n·ln2 + r with n = nearest(d/ln2), |r| ≤ ln2/2 (ln2 split hi+lo, so r is exact to
@@ -185,60 +190,60 @@ function laeF64(a: f64, b: f64): f64 {
 
 /** exp(d) for d ≤ 0 (NaN propagates), 2 × f64: as expNegF32x4 with fdlibm's ln2 split
  *  (ln2_hi has 32 trailing zero bits, so n·ln2_hi is exact for |n| < 2^20), the Taylor
- *  polynomial to r^13 (truncation ≤ 0.347^14/14! ≈ 4e-18) and 2^n built in the exponent
- *  field through i64 lanes. d < −708 gives 0 (e^−708 ≈ 3e-308 is the last normal). */
+ *  polynomial to r^13 (truncation ≤ 0.347^14/14! ≈ 4e-18) by Estrin's scheme (a chain of 4
+ *  multiply-adds instead of 13; r² held at 2^-100 or more so r⁸ stays normal), n and 2^n by
+ *  the 1.5·2^52 rounding trick. d < −700 gives 0 (e^−700 ≈ 1e-304: neither this nor
+ *  log1p's e / (2 + e) is ever subnormal, see expNegF32x4). */
 @inline function expNegF64x2(d: v128): v128 {
-  const dc = f64x2.max(d, f64x2.splat(-708.0));
-  const n = f64x2.nearest(f64x2.mul(dc, f64x2.splat(1.4426950408889634)));
+  const dc = f64x2.pmax(d, f64x2.splat(-700.0)); // a NaN d stays
+  const t = f64x2.add(f64x2.mul(dc, f64x2.splat(1.4426950408889634)), f64x2.splat(MAGIC_F64));
+  const n = f64x2.sub(t, f64x2.splat(MAGIC_F64));
   let r = f64x2.sub(dc, f64x2.mul(n, f64x2.splat(6.93147180369123816490e-01)));
   r = f64x2.sub(r, f64x2.mul(n, f64x2.splat(1.90821492927058770002e-10)));
-  let p = f64x2.splat(1.0 / 6227020800.0);
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 479001600.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 39916800.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 3628800.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 362880.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 40320.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 5040.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 720.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 120.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 24.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0 / 6.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(0.5));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0));
-  p = f64x2.add(f64x2.mul(p, r), f64x2.splat(1.0));
-  const ni = i64x2.extend_low_i32x4_s(i32x4.trunc_sat_f64x2_s_zero(n));
-  const scale = i64x2.shl(i64x2.add(ni, i64x2.splat(1023)), 52);
-  return v128.andnot(f64x2.mul(p, scale), f64x2.lt(d, f64x2.splat(-708.0)));
+  const r2 = f64x2.pmax(f64x2.mul(r, r), f64x2.splat(7.888609052210118e-31)); // 2^-100
+  const r4 = f64x2.mul(r2, r2), r8 = f64x2.mul(r4, r4);
+  const q0 = f64x2.add(r, f64x2.splat(1.0));
+  const q1 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 6.0)), f64x2.splat(0.5));
+  const q2 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 120.0)), f64x2.splat(1.0 / 24.0));
+  const q3 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 5040.0)), f64x2.splat(1.0 / 720.0));
+  const q4 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 362880.0)), f64x2.splat(1.0 / 40320.0));
+  const q5 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 39916800.0)), f64x2.splat(1.0 / 3628800.0));
+  const q6 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 6227020800.0)), f64x2.splat(1.0 / 479001600.0));
+  const s0 = f64x2.add(f64x2.mul(q1, r2), q0), s1 = f64x2.add(f64x2.mul(q3, r2), q2);
+  const s2 = f64x2.add(f64x2.mul(q5, r2), q4);
+  const t0 = f64x2.add(f64x2.mul(s1, r4), s0), t1 = f64x2.add(f64x2.mul(q6, r4), s2);
+  const p = f64x2.add(f64x2.mul(t1, r8), t0);
+  const scale = i64x2.shl(i64x2.add(t, i64x2.splat(1023 - MAGIC_BITS64)), 52);
+  return v128.andnot(f64x2.mul(p, scale), f64x2.lt(d, f64x2.splat(-700.0)));
 }
 
 /** log1p(e) for e in [0, 1], 2 × f64: 2·atanh(e / (2 + e)) as in log1pUnitF32x4, the series
- *  to s^33 (next term ≤ 2·(1/3)^35/35 ≈ 1e-18, below half an ulp of log 2). */
+ *  to s^33 (next term ≤ 2·(1/3)^35/35 ≈ 1e-18, below half an ulp of log 2), in z = s² by
+ *  Estrin's scheme (a chain of 5 multiply-adds instead of 16); z from s raised to at least
+ *  2^-31, so z¹⁶ ≥ 2^-992 stays normal (below, the polynomial is 1 either way). */
 @inline function log1pUnitF64x2(e: v128): v128 {
   const s = f64x2.div(e, f64x2.add(e, f64x2.splat(2.0)));
-  const s2 = f64x2.mul(s, s);
-  let q = f64x2.splat(1.0 / 33.0);
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 31.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 29.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 27.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 25.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 23.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 21.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 19.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 17.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 15.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 13.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 11.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 9.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 7.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 5.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0 / 3.0));
-  q = f64x2.add(f64x2.mul(q, s2), f64x2.splat(1.0));
+  const sc = f64x2.pmax(s, f64x2.splat(4.656612873077393e-10)); // 2^-31; a NaN s stays
+  const z = f64x2.mul(sc, sc), z2 = f64x2.mul(z, z), z4 = f64x2.mul(z2, z2), z8 = f64x2.mul(z4, z4), z16 = f64x2.mul(z8, z8);
+  const u0 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 3.0)), f64x2.splat(1.0));
+  const u1 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 7.0)), f64x2.splat(1.0 / 5.0));
+  const u2 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 11.0)), f64x2.splat(1.0 / 9.0));
+  const u3 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 15.0)), f64x2.splat(1.0 / 13.0));
+  const u4 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 19.0)), f64x2.splat(1.0 / 17.0));
+  const u5 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 23.0)), f64x2.splat(1.0 / 21.0));
+  const u6 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 27.0)), f64x2.splat(1.0 / 25.0));
+  const u7 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 31.0)), f64x2.splat(1.0 / 29.0));
+  const v0 = f64x2.add(f64x2.mul(u1, z2), u0), v1 = f64x2.add(f64x2.mul(u3, z2), u2);
+  const v2 = f64x2.add(f64x2.mul(u5, z2), u4), v3 = f64x2.add(f64x2.mul(u7, z2), u6);
+  const w0 = f64x2.add(f64x2.mul(v1, z4), v0), w1 = f64x2.add(f64x2.mul(v3, z4), v2);
+  const x0 = f64x2.add(f64x2.mul(w1, z8), w0);
+  const q = f64x2.add(f64x2.mul(f64x2.splat(1.0 / 33.0), z16), x0);
   return f64x2.mul(f64x2.add(s, s), q);
 }
 
-/** logaddexp, 2 × f64 (see laeF64 for the special cases; NaN propagates through max). */
+/** logaddexp, 2 × f64 (see laeF64 for the special cases; as laeF32x4: pmax, NaN through d). */
 @inline function laeF64x2(a: v128, b: v128): v128 {
-  const m = f64x2.max(a, b);
+  const m = f64x2.pmax(a, b);
   const d = f64x2.neg(f64x2.abs(f64x2.sub(a, b)));
   const r = f64x2.add(m, log1pUnitF64x2(expNegF64x2(d)));
   const same = f64x2.add(a, f64x2.splat(LN2));
