@@ -131,6 +131,14 @@ function laeF64(a: f64, b: f64): f64 {
 // @ts-ignore: decorator
 @inline const MAGIC_BITS64: i64 = 0x4338000000000000;
 
+/** a + b·x (Estrin's scheme pairs two coefficients of a polynomial in x this way). */
+@inline function pairF32(x: v128, a: f64, b: f64): v128 {
+  return f32x4.add(f32x4.mul(x, f32x4.splat(<f32>b)), f32x4.splat(<f32>a));
+}
+@inline function pairF64(x: v128, a: f64, b: f64): v128 {
+  return f64x2.add(f64x2.mul(x, f64x2.splat(b)), f64x2.splat(a));
+}
+
 /** exp(d) for d ≤ 0 (NaN propagates), 4 × f32.
  *  d = n·ln2 + r with n = nearest(d/ln2), |r| ≤ ln2/2 (ln2 split hi+lo, so r is exact to
  *  ~2^-32); e^r by its Taylor polynomial to r^7 (truncation ≤ 0.347^8/8! ≈ 5e-9) evaluated
@@ -148,9 +156,9 @@ function laeF64(a: f64, b: f64): f64 {
   // r² held at 2^-60 or more so that r⁴ cannot be subnormal (its term is then far below 1 ulp)
   const r2 = f32x4.pmax(f32x4.mul(r, r), f32x4.splat(8.673617379884035e-19)), r4 = f32x4.mul(r2, r2);
   const p01 = f32x4.add(r, f32x4.splat(1.0));
-  const p23 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 6.0)), f32x4.splat(0.5));
-  const p45 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 120.0)), f32x4.splat(1.0 / 24.0));
-  const p67 = f32x4.add(f32x4.mul(r, f32x4.splat(1.0 / 5040.0)), f32x4.splat(1.0 / 720.0));
+  const p23 = pairF32(r, 0.5, 1.0 / 6.0);
+  const p45 = pairF32(r, 1.0 / 24.0, 1.0 / 120.0);
+  const p67 = pairF32(r, 1.0 / 720.0, 1.0 / 5040.0);
   const p03 = f32x4.add(f32x4.mul(p23, r2), p01);
   const p47 = f32x4.add(f32x4.mul(p67, r2), p45);
   const p = f32x4.add(f32x4.mul(p47, r4), p03);
@@ -168,9 +176,9 @@ function laeF64(a: f64, b: f64): f64 {
   const s = f32x4.div(e, f32x4.add(e, f32x4.splat(2.0)));
   const sc = f32x4.pmax(s, f32x4.splat(3.0517578125e-5)); // 2^-15; a NaN s stays
   const z = f32x4.mul(sc, sc), z2 = f32x4.mul(z, z), z4 = f32x4.mul(z2, z2);
-  const q01 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 3.0)), f32x4.splat(1.0));
-  const q23 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 7.0)), f32x4.splat(1.0 / 5.0));
-  const q45 = f32x4.add(f32x4.mul(z, f32x4.splat(1.0 / 11.0)), f32x4.splat(1.0 / 9.0));
+  const q01 = pairF32(z, 1.0, 1.0 / 3.0);
+  const q23 = pairF32(z, 1.0 / 5.0, 1.0 / 7.0);
+  const q45 = pairF32(z, 1.0 / 9.0, 1.0 / 11.0);
   const q03 = f32x4.add(f32x4.mul(q23, z2), q01);
   const q46 = f32x4.add(f32x4.mul(f32x4.splat(1.0 / 13.0), z2), q45);
   const q = f32x4.add(f32x4.mul(q46, z4), q03);
@@ -203,12 +211,12 @@ function laeF64(a: f64, b: f64): f64 {
   const r2 = f64x2.pmax(f64x2.mul(r, r), f64x2.splat(7.888609052210118e-31)); // 2^-100
   const r4 = f64x2.mul(r2, r2), r8 = f64x2.mul(r4, r4);
   const q0 = f64x2.add(r, f64x2.splat(1.0));
-  const q1 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 6.0)), f64x2.splat(0.5));
-  const q2 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 120.0)), f64x2.splat(1.0 / 24.0));
-  const q3 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 5040.0)), f64x2.splat(1.0 / 720.0));
-  const q4 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 362880.0)), f64x2.splat(1.0 / 40320.0));
-  const q5 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 39916800.0)), f64x2.splat(1.0 / 3628800.0));
-  const q6 = f64x2.add(f64x2.mul(r, f64x2.splat(1.0 / 6227020800.0)), f64x2.splat(1.0 / 479001600.0));
+  const q1 = pairF64(r, 0.5, 1.0 / 6.0);
+  const q2 = pairF64(r, 1.0 / 24.0, 1.0 / 120.0);
+  const q3 = pairF64(r, 1.0 / 720.0, 1.0 / 5040.0);
+  const q4 = pairF64(r, 1.0 / 40320.0, 1.0 / 362880.0);
+  const q5 = pairF64(r, 1.0 / 3628800.0, 1.0 / 39916800.0);
+  const q6 = pairF64(r, 1.0 / 479001600.0, 1.0 / 6227020800.0);
   const s0 = f64x2.add(f64x2.mul(q1, r2), q0), s1 = f64x2.add(f64x2.mul(q3, r2), q2);
   const s2 = f64x2.add(f64x2.mul(q5, r2), q4);
   const t0 = f64x2.add(f64x2.mul(s1, r4), s0), t1 = f64x2.add(f64x2.mul(q6, r4), s2);
@@ -225,14 +233,14 @@ function laeF64(a: f64, b: f64): f64 {
   const s = f64x2.div(e, f64x2.add(e, f64x2.splat(2.0)));
   const sc = f64x2.pmax(s, f64x2.splat(4.656612873077393e-10)); // 2^-31; a NaN s stays
   const z = f64x2.mul(sc, sc), z2 = f64x2.mul(z, z), z4 = f64x2.mul(z2, z2), z8 = f64x2.mul(z4, z4), z16 = f64x2.mul(z8, z8);
-  const u0 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 3.0)), f64x2.splat(1.0));
-  const u1 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 7.0)), f64x2.splat(1.0 / 5.0));
-  const u2 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 11.0)), f64x2.splat(1.0 / 9.0));
-  const u3 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 15.0)), f64x2.splat(1.0 / 13.0));
-  const u4 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 19.0)), f64x2.splat(1.0 / 17.0));
-  const u5 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 23.0)), f64x2.splat(1.0 / 21.0));
-  const u6 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 27.0)), f64x2.splat(1.0 / 25.0));
-  const u7 = f64x2.add(f64x2.mul(z, f64x2.splat(1.0 / 31.0)), f64x2.splat(1.0 / 29.0));
+  const u0 = pairF64(z, 1.0, 1.0 / 3.0);
+  const u1 = pairF64(z, 1.0 / 5.0, 1.0 / 7.0);
+  const u2 = pairF64(z, 1.0 / 9.0, 1.0 / 11.0);
+  const u3 = pairF64(z, 1.0 / 13.0, 1.0 / 15.0);
+  const u4 = pairF64(z, 1.0 / 17.0, 1.0 / 19.0);
+  const u5 = pairF64(z, 1.0 / 21.0, 1.0 / 23.0);
+  const u6 = pairF64(z, 1.0 / 25.0, 1.0 / 27.0);
+  const u7 = pairF64(z, 1.0 / 29.0, 1.0 / 31.0);
   const v0 = f64x2.add(f64x2.mul(u1, z2), u0), v1 = f64x2.add(f64x2.mul(u3, z2), u2);
   const v2 = f64x2.add(f64x2.mul(u5, z2), u4), v3 = f64x2.add(f64x2.mul(u7, z2), u6);
   const w0 = f64x2.add(f64x2.mul(v1, z4), v0), w1 = f64x2.add(f64x2.mul(v3, z4), v2);
