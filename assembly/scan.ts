@@ -418,6 +418,93 @@ function laeF64x2Call(a: v128, b: v128): v128 {
   }
 }
 
+// ---- logaddexp along a long contiguous run: chunks side by side ---------------------
+
+// The in-register prefix scan spends 7 logaddexps per 8 elements, each a latency chain of a
+// dozen multiply-adds, and the run's carry passes through one of them every 8 elements. A
+// long run instead goes in two passes: (1) it is cut into K = 4·lanes chunks, scanned side
+// by side, lane l of vector g holding chunk g·lanes + l (4 vectors of independent chains, so
+// their latencies overlap); (2) each chunk after the first takes the carry of all before it,
+// y = logaddexp(C_q, y) over contiguous memory, C_q+1 = its last element. About 2 vector
+// logaddexps per `lanes` elements instead of 7 per 8, and no loop-carried chain in pass 2.
+// The order of operations changes (as in the in-register scan): errors stay within a few
+// ulps of the value, logaddexp being contracting in its carry.
+// @ts-ignore: decorator
+@inline const LAE_RUN_MIN: usize = 1024; // shorter runs: the in-register scan
+
+// lane l of vector g reads / writes the element at byte address p + (g·L + l)·dq
+// @ts-ignore: decorator
+@inline function gatherRun<T>(p: isize, dq: isize, g: isize): v128 {
+  if (sizeof<T>() == 4) {
+    const b = p + g * 4 * dq;
+    let v = v128.load32_zero(<usize>b);
+    v = v128.load32_lane(<usize>(b + dq), v, 1);
+    v = v128.load32_lane(<usize>(b + 2 * dq), v, 2);
+    return v128.load32_lane(<usize>(b + 3 * dq), v, 3);
+  }
+  const b = p + g * 2 * dq;
+  return v128.load64_lane(<usize>(b + dq), v128.load64_zero(<usize>b), 1);
+}
+// @ts-ignore: decorator
+@inline function scatterRun<T>(p: isize, dq: isize, g: isize, v: v128): void {
+  if (sizeof<T>() == 4) {
+    const b = p + g * 4 * dq;
+    v128.store32_lane(<usize>b, v, 0);
+    v128.store32_lane(<usize>(b + dq), v, 1);
+    v128.store32_lane(<usize>(b + 2 * dq), v, 2);
+    v128.store32_lane(<usize>(b + 3 * dq), v, 3);
+  } else {
+    const b = p + g * 2 * dq;
+    v128.store64_lane(<usize>b, v, 0);
+    v128.store64_lane(<usize>(b + dq), v, 1);
+  }
+}
+
+/** Inclusive logaddexp scan of one run of N ≥ LAE_RUN_MIN elements (reverse: from the end), carry c in; returns the final carry. */
+function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
+  const sz = <isize>sizeof<T>();
+  const L = <usize>16 / sizeof<T>();
+  const K: usize = 4 * L; // chunks
+  const Lc = N / K; // elements per chunk (the last N − K·Lc run after pass 2)
+  const step: isize = rev ? -sz : sz; // one element on in scan order
+  const dq: isize = <isize>Lc * step; // one chunk on
+  const first: isize = rev ? <isize>(N - 1) * sz : 0; // scan index 0
+  // pass 1
+  const none = v128.splat<T>(<T>(-Infinity)); // logaddexp(−∞, x) = x exactly
+  let a0 = v128.replace_lane<T>(none, 0, c), a1 = none, a2 = none, a3 = none;
+  let px = <isize>xb + first, py = <isize>yb + first;
+  for (let j: usize = 0; j < Lc; j++) {
+    a0 = vop<T, OpLae>(a0, gatherRun<T>(px, dq, 0));
+    a1 = vop<T, OpLae>(a1, gatherRun<T>(px, dq, 1));
+    a2 = vop<T, OpLae>(a2, gatherRun<T>(px, dq, 2));
+    a3 = vop<T, OpLae>(a3, gatherRun<T>(px, dq, 3));
+    scatterRun<T>(py, dq, 0, a0);
+    scatterRun<T>(py, dq, 1, a1);
+    scatterRun<T>(py, dq, 2, a2);
+    scatterRun<T>(py, dq, 3, a3);
+    px += step;
+    py += step;
+  }
+  // pass 2: chunk q covers scan indices [q·Lc, (q+1)·Lc), contiguous in memory either way
+  // scan index i lives at byte yb + (rev ? N − 1 − i : i)·sz
+  let C = load<T>(yb + (rev ? N - Lc : Lc - 1) * <usize>sz);
+  for (let q: usize = 1; q < K; q++) {
+    const lo = yb + (rev ? N - (q + 1) * Lc : q * Lc) * <usize>sz;
+    const cv = v128.splat<T>(C);
+    let k: usize = 0;
+    const bytes = Lc * <usize>sz;
+    for (; k + 16 <= bytes; k += 16) v128.store(lo + k, vop<T, OpLae>(cv, v128.load(lo + k)));
+    for (; k < bytes; k += <usize>sz) store<T>(lo + k, sop<T, OpLae>(C, load<T>(lo + k)));
+    C = load<T>(yb + (rev ? N - (q + 1) * Lc : (q + 1) * Lc - 1) * <usize>sz);
+  }
+  for (let i = K * Lc; i < N; i++) {
+    const k = <usize>((rev ? <isize>(N - 1 - i) : <isize>i) * sz);
+    C = sop<T, OpLae>(C, load<T>(xb + k));
+    store<T>(yb + k, C);
+  }
+  return C;
+}
+
 /** I = 1: each lane is a contiguous run, scanned with an in-register prefix scan. */
 @inline function scanRuns<T, O>(x: usize, y: usize, init: usize, last: usize, outer: usize, N: usize, rev: bool, excl: bool): void {
   const sz = sizeof<T>();
@@ -425,6 +512,11 @@ function laeF64x2Call(a: v128, b: v128): v128 {
   for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * sz, yb = y + o * N * sz;
     let c: T = init == 0 ? (excl ? seed<T, O>() : id) : load<T>(init + o * sz);
+    if (ASC_FEATURE_SIMD && sizeof<O>() == 4 && isFloat<T>() && !excl && N >= LAE_RUN_MIN) {
+      c = laeRun<T>(xb, yb, c, N, rev);
+      if (last != 0) store<T>(last + o * sz, c);
+      continue;
+    }
     let i: usize = 0; // elements done
     if (ASC_FEATURE_SIMD) {
       const L: usize = 16 / sz;

@@ -205,6 +205,57 @@ describe('scan: fused combiners against the reference', () => {
     }
   });
 
+  it('logaddexp along long innermost runs (the two-pass chunked kernel, 1024+ elements): every length mod the chunk count, reverse, init, −∞ / +∞ / NaN inside', () => {
+    // laeRun in assembly/scan.ts: runs of 1024 or more are scanned as 16 (float32) / 8 (float64)
+    // chunks side by side, then each chunk takes the carry of those before it, then the rest
+    for (const dtype of ['float32', 'float64'] as const) {
+      const eps = dtype === 'float32' ? 2 ** -23 : 2 ** -52;
+      // the float64 reference is itself float64 (Math.exp / log1p): its own rounding adds up
+      const k = dtype === 'float32' ? 16 : 32;
+      for (const N of [1023, 1024, 1025, 1031, 1039, 2048 + 13, 4096]) {
+        for (const reverse of [false, true]) {
+          for (const withInit of [false, true]) {
+            const O = 2;
+            const r = rng(N * 4 + (reverse ? 2 : 0) + (withInit ? 1 : 0));
+            const data = Array.from({ length: O * N }, (_, i) => (r() - 0.5) * (i % 3 === 0 ? 40 : 4));
+            data[N + 7] = -Infinity; // row 1: −∞ (the identity) inside a chunk
+            const init0 = withInit ? [1.5, -3] : [-Infinity, -Infinity];
+            const x = ek.tensor(dtype, [O, N], data);
+            const c = ek.tensor(dtype, [O], init0);
+            const [last, ys] = ek.scan(ek.combine.logaddexp, c, x, { dim: 1, reverse });
+            const got = ys.data as Float32Array;
+            for (let o = 0; o < O; o++) {
+              let acc = init0[o];
+              for (let t = 0; t < N; t++) {
+                const i = o * N + (reverse ? N - 1 - t : t);
+                const xv = dtype === 'float32' ? Math.fround(data[i]) : data[i];
+                acc = logaddexp(acc, xv);
+                if (dtype === 'float32') acc = Math.fround(acc);
+                if (!(Math.abs(got[i] - acc) <= k * eps * (Math.abs(acc) + 1))) expect.fail(`${dtype} N=${N} reverse=${reverse} init=${withInit} row ${o} [${i}]: got ${got[i]}, want ${acc}`);
+              }
+              expect(Math.abs((last.data as Float32Array)[o] - acc)).toBeLessThanOrEqual(k * eps * (Math.abs(acc) + 1));
+            }
+            for (const t of [x, c, last, ys]) t.dispose();
+          }
+        }
+      }
+      // +∞ and NaN in the middle of a chunk: everything after them (in scan order) is +∞ / NaN
+      for (const [special, check] of [[Infinity, (v: number) => v === Infinity], [NaN, Number.isNaN]] as const) {
+        const N = 3001, at = 1777;
+        const data = Array.from({ length: N }, (_, i) => Math.sin(i));
+        data[at] = special;
+        const x = ek.tensor(dtype, [N], data);
+        const c = ek.tensor(dtype, [], [0]);
+        const [last, ys] = ek.scan(ek.combine.logaddexp, c, x, { dim: 0 });
+        const got = Array.from(ys.data as Float32Array);
+        expect(got.slice(0, at).every(Number.isFinite)).toBe(true);
+        expect(got.slice(at).every(check)).toBe(true);
+        expect(check((last.data as Float32Array)[0])).toBe(true);
+        for (const t of [x, c, last, ys]) t.dispose();
+      }
+    }
+  });
+
   it('logaddexp kernel accuracy (float32, float64): within 3 units of ulp(result) + eps/2 * (max|arg| + 1)', () => {
     for (const dtype of ['float32', 'float64'] as const) {
       const n = 50000;
