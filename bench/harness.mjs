@@ -16,9 +16,7 @@ export async function time(fn, { minMs = 300, maxRuns = 200, minRuns = 5 } = {})
     await fn();
     samples.push(performance.now() - t0);
   }
-  samples.sort((a, b) => a - b);
-  const q = (p) => samples[Math.min(samples.length - 1, Math.floor(p * samples.length))];
-  return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: samples.length };
+  return stats(samples);
 }
 
 /**
