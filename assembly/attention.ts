@@ -566,10 +566,13 @@ function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
     const sr = blk + (<usize>(r & 3) << 2);
     const maskRow = load<usize>(sMaskRow + (<usize>r << 2));
     if (maskRow != 0) {
+      // a mask value of −∞ (a bool mask's false) hides the key whatever its score: NaN or
+      // +∞ (a NaN or Inf in its K row) plus −∞ would be NaN and spoil the row
       const mrow = maskRow + (<usize>j0 << 2);
       for (let jj = 0; jj < lim; jj++) {
         const a = sr + (<usize>jj << 4);
-        store<f32>(a, load<f32>(a) + load<f32>(mrow + (<usize>jj << 2)));
+        const m = load<f32>(mrow + (<usize>jj << 2));
+        store<f32>(a, m == NEG_INF ? NEG_INF : load<f32>(a) + m);
       }
     }
     for (let jj = lim; jj < nbPad; jj++) store<f32>(sr + (<usize>jj << 4), NEG_INF);
@@ -662,8 +665,11 @@ function softmaxStep(g: i32, blk: usize, n: i32): void {
   }
 }
 
-/** Full softmax of a group block of n keys in place (two-phase path); all-hidden rows give zeros. */
-function softmaxFull(blk: usize, n: i32): void {
+/**
+ * Full softmax of rows g..g+3's block of n keys in place (two-phase path); all-hidden rows
+ * give zeros. Each row's sum of exponentials goes to sL (0: the row sees no key).
+ */
+function softmaxFull(g: i32, blk: usize, n: i32): void {
   if (ASC_FEATURE_SIMD) {
     let mx = f32x4.splat(NEG_INF);
     for (let j = 0; j < n; j++) mx = f32x4.pmax(mx, v128.load(blk + (<usize>j << 4)));
@@ -675,6 +681,7 @@ function softmaxFull(blk: usize, n: i32): void {
       v128.store(a, e);
       s = f32x4.add(s, e);
     }
+    v128.store(sL + (<usize>g << 2), s);
     // 1 / Σ, and 0 where Σ = 0 (a row that sees nothing); a NaN sum keeps its NaN
     const inv = v128.andnot(f32x4.div(f32x4.splat(1), s), f32x4.eq(s, f32x4.splat(0)));
     for (let j = 0; j < n; j++) {
@@ -697,6 +704,7 @@ function softmaxFull(blk: usize, n: i32): void {
         store<f32>(a, e);
         s += e;
       }
+      store<f32>(sL + (<usize>(g + lane) << 2), s);
       const inv: f32 = s == 0 ? 0 : <f32>1.0 / s;
       for (let j = 0; j < n; j++) {
         const a = sr + (<usize>j << 4);
@@ -706,11 +714,17 @@ function softmaxFull(blk: usize, n: i32): void {
   }
 }
 
-/** p_j ← (p_j == −∞ ? 0 : p_j): hidden keys contribute nothing without a softmax. */
-function unhideRow(p: usize, n: i32): void {
+/**
+ * p_j ← (p_j == −∞ ? 0 : p_j) over rows g..g+3's block (n = 4 × keys, interleaved): hidden
+ * keys contribute nothing without a softmax. Each row's count of keys it sees is added to
+ * its sL slot (0 after the last block: the row sees no key).
+ */
+function unhideRow(g: i32, p: usize, n: i32): void {
   for (let j = 0; j < n; j++) {
     const a = p + (<usize>j << 2);
+    const l = sL + (<usize>(g + (j & 3)) << 2);
     if (load<f32>(a) == NEG_INF) store<f32>(a, 0);
+    else store<f32>(l, load<f32>(l) + 1);
   }
 }
 
@@ -962,7 +976,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         const n = load<i32>(sGLim + <usize>g);
         if (n == 0) continue;
         postGroup(g, blk, j0, nb, n);
-        if (gNorm == 1) unhideRow(blk, n << 2);
+        if (gNorm == 1) unhideRow(g, blk, n << 2);
         else softmaxStep(g, blk, n);
       }
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0, inPV);
@@ -982,8 +996,8 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     const endPad = roundUp(tileEnd, 4);
     for (let g = 0; g < nR4; g += 4) {
       const blk = sS + <usize>(g >> 2) * gS;
-      if (gNorm == 1) unhideRow(blk, endPad << 2);
-      else softmaxFull(blk, endPad);
+      if (gNorm == 1) unhideRow(g, blk, endPad << 2);
+      else softmaxFull(g, blk, endPad);
       if (gQk != 0 && gQkMode == 3) {
         const es = esize(gOutT);
         for (let r = g; r < min(g + 4, nRows); r++) {
@@ -1001,16 +1015,21 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4);
     }
   }
-  // write the rows out
+  // write the rows out. sL = 0 marks a row that sees no key (its running or full softmax
+  // sum, or its count of visible keys without a softmax): it is written as zeros, not as
+  // its accumulator times 0, which would be NaN when a key hidden from it (by the mask)
+  // holds an Inf or NaN (0 · NaN); the other rows of its tile read such keys.
   const oneByL = gNorm == 0 && !gTwoPhase;
   for (let r = 0; r < nRows; r++) {
     const dst = load<usize>(sOutRow + (<usize>r << 2));
     const acc = sAcc + <usize>r * <usize>gDvp * 4;
-    let c: f32 = 1;
-    if (oneByL) {
-      const l = load<f32>(sL + (<usize>r << 2));
-      c = l > 0 ? <f32>1.0 / l : 0;
+    const l = load<f32>(sL + (<usize>r << 2));
+    if (l == 0) {
+      memory.fill(dst, 0, <usize>gDv * esize(gOutT));
+      continue;
     }
+    let c: f32 = 1;
+    if (oneByL) c = l > 0 ? <f32>1.0 / l : 0;
     if (gOutT == 0) {
       if (ASC_FEATURE_SIMD) {
         const vc = f32x4.splat(c);

@@ -460,6 +460,53 @@ describe('Inf / NaN in K and V: every build and path agrees', () => {
   }
 });
 
+describe('keys hidden by a mask cannot reach a row through a NaN or Inf they hold', () => {
+  // (found by an audit against DESIGN.md: NaN + (−∞) left a bool-false key's score NaN, and
+  // a row that sees no key was written as its accumulator · 0, NaN after 0 · NaN)
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`a bool-false key with NaN / Inf in K is hidden; a row that sees no key is zeros whatever the hidden keys hold (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const made: Tensor[] = [];
+      const t = (dt: 'float32' | 'bool' | 'int32', sh: number[], d: number[]) => { const x = e.tensor(dt, sh, d); made.push(x); return x; };
+      const run = (op: string, inputs: (Tensor | null)[], attrs: Record<string, unknown>) => { const [y] = e.run(op, inputs, attrs) as Tensor[]; made.push(y); return Array.from(y.data as Float32Array); };
+      try {
+        for (const H of [1, 2]) { // one query row per head: llm.ts's decode kernel; two heads on one KV head: the flash kernel
+          for (const bad of [NaN, Infinity, -Infinity]) {
+            for (const nq of [1, 2]) {
+              // nq = 1: the row sees keys 0, 1 (key 2 hidden, its K row holds `bad`);
+              // nq = 2: row 1 sees nothing, and key 2's V row holds `bad` too
+              const Q = t('float32', [1, H, nq, 2], Array.from({ length: H * nq * 2 }, (_, i) => (i % 3) - 0.5));
+              const K = t('float32', [1, 1, 3, 2], [1, 0, 0, 1, bad, 0.5]);
+              const V = t('float32', [1, 1, 3, 2], [1, 2, 3, 4, 5, nq === 2 ? bad : 6]);
+              const m = t('bool', [nq, 3], nq === 1 ? [1, 1, 0] : [1, 1, 0, 0, 0, 0]);
+              // the same without key 2 at all
+              const K2 = t('float32', [1, 1, 2, 2], [1, 0, 0, 1]), V2 = t('float32', [1, 1, 2, 2], [1, 2, 3, 4]);
+              const m2 = t('bool', [nq, 2], nq === 1 ? [1, 1] : [1, 1, 0, 0]);
+              const what = `H ${H} nq ${nq} ${bad}`;
+              for (const norm of ['softmax', 'none']) {
+                const got = run('TRT_Attention', [Q, K, V, m], { TRT_normalization_op: norm });
+                const want = run('TRT_Attention', [Q, K2, V2, m2], { TRT_normalization_op: norm });
+                if (nq === 1) expect(got, `${what} ${norm}`).toEqual(want);
+                else for (let i = 0; i < got.length; i++) if (i % 4 >= 2) expect(got[i], `${what} ${norm} [${i}]`).toBe(0);
+              }
+              const onnx = run('Attention', [Q, K, V, m], {});
+              if (nq === 1) expect(onnx, `${what} onnx`).toEqual(run('Attention', [Q, K2, V2, m2], {}));
+              else for (let i = 0; i < onnx.length; i++) if (i % 4 >= 2) expect(onnx[i], `${what} onnx [${i}]`).toBe(0);
+              for (const quant of ['fp8', 'int8']) {
+                const qa = run('TRT_QuantizedAttention', [Q, K, V, m], { scale: 1, normalization_quantize_to_type: quant });
+                if (nq === 1) expect(qa, `${what} ${quant}`).toEqual(run('TRT_QuantizedAttention', [Q, K2, V2, m2], { scale: 1, normalization_quantize_to_type: quant }));
+                else for (let i = 0; i < qa.length; i++) if (i % 4 >= 2) expect(qa[i], `${what} ${quant} [${i}]`).toBe(0);
+              }
+            }
+          }
+        }
+      } finally {
+        made.forEach((x) => x.dispose());
+      }
+    });
+  }
+});
+
 describe('softcap keeps the relative accuracy of small scores', () => {
   // softcap · tanh(s / softcap) ≈ s for |s| ≪ softcap: computed as 1 − 2/(e^2x + 1), tanh
   // lost ~3 digits to cancellation (qk output 0.00100136 for a score of 0.001 at softcap 30).
