@@ -771,9 +771,20 @@ function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
   }
 }
 
+/** f rounded to the nearest float16 (bf16 false) or bfloat16 value, as float32 (exact). */
+@inline function roundHalf(f: f32, bf16: bool): f32 {
+  return bf16 ? reinterpret<f32>(f32ToBf16(f) << 16) : f16ToF32(f32ToF16(f));
+}
+
 /**
- * Cumulative sum of float16 (bf16 = 0) or bfloat16 (bf16 = 1) data: every carry is kept
- * in float32 and each output is the carry rounded to the storage type. `carry`: scratch of
+ * Cumulative sum of float16 (bf16 = 0) or bfloat16 (bf16 = 1) data in the storage type's
+ * arithmetic, as the ONNX reference (NumPy's cumsum, ml_dtypes for bfloat16) computes it:
+ * every partial sum is rounded to the storage type (nearest even) before the next value is
+ * added. The sums are formed in float32 and then rounded once more; the result is the
+ * correctly rounded sum of the two half values, because float32's 24-bit significand is
+ * at least 2p + 2 bits for both (p = 11 / 8), so double rounding cannot change a sum. So
+ * 3,000 float16 ones sum to 2,048 (2,048 + 1 rounds back to 2,048), as NumPy's do.
+ * The carries are kept as float32 holding those exact half values. `carry`: scratch of
  * cumsumHalfScratchBytes(I) bytes (16-byte aligned): I carries, then a chunk buffer.
  * Rows of I ≥ 8 lanes are summed a row at a time (SIMD: 8 lanes per vector); narrower
  * rows go a chunk of rows at a time: widened into the buffer with SIMD, summed in order
@@ -795,15 +806,15 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
           const v = v128.load(xb + (i << 1));
           const cp = carry + (i << 2);
           const ca = v128.load(cp), cb = v128.load(cp, 16);
-          const na = f32x4.add(ca, halfToF32Lo(v, b16)), nb = f32x4.add(cb, halfToF32Hi(v, b16));
-          v128.store(cp, na);
-          v128.store(cp, nb, 16);
-          v128.store(yb + (i << 1), f32ToHalf8(excl ? ca : na, excl ? cb : nb, b16));
+          const h = f32ToHalf8(f32x4.add(ca, halfToF32Lo(v, b16)), f32x4.add(cb, halfToF32Hi(v, b16)), b16);
+          v128.store(cp, halfToF32Lo(h, b16));
+          v128.store(cp, halfToF32Hi(h, b16), 16);
+          v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, b16) : h);
         }
         for (; i < l; i++) {
           const h = <u32>load<u16>(xb + (i << 1));
           const c = load<f32>(carry + (i << 2));
-          const nc = c + (b16 ? reinterpret<f32>(h << 16) : f16ToF32(h));
+          const nc = roundHalf(c + (b16 ? reinterpret<f32>(h << 16) : f16ToF32(h)), b16);
           store<u16>(yb + (i << 1), <u16>(b16 ? f32ToBf16(excl ? c : nc) : f32ToF16(excl ? c : nc)));
           store<f32>(carry + (i << 2), nc);
         }
@@ -817,11 +828,11 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
         const off = (o * n + r0) * l * 2, cnt = m * l;
         halvesToF32(x + off, buf, cnt, b16);
         if (l == 1) {
-          // one lane: the carry stays in a register (the loop is the float adds' latency)
+          // one lane: the carry stays in a register (the loop is the adds' and roundings' latency)
           let c = load<f32>(carry);
           for (let s: usize = 0; s < m; s++) {
             const p = buf + ((rev ? m - 1 - s : s) << 2);
-            const nc = c + load<f32>(p);
+            const nc = roundHalf(c + load<f32>(p), b16);
             store<f32>(p, excl ? c : nc);
             c = nc;
           }
@@ -830,7 +841,7 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
           const row = buf + (rev ? m - 1 - s : s) * l * 4;
           for (let i: usize = 0; i < l; i++) {
             const c = load<f32>(carry + (i << 2));
-            const nc = c + load<f32>(row + (i << 2));
+            const nc = roundHalf(c + load<f32>(row + (i << 2)), b16);
             store<f32>(row + (i << 2), excl ? c : nc);
             store<f32>(carry + (i << 2), nc);
           }

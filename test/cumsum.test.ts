@@ -99,7 +99,7 @@ describe('CumSum against the reference', () => {
     }
   });
 
-  it('float16 and bfloat16: float32 carries, every output rounded to nearest even', () => {
+  it('float16 and bfloat16: every partial sum rounded to the storage type (nearest even), as NumPy sums them', () => {
     let seed = 90;
     for (const [dtype, decode, encode] of [['float16', f16ToF32, toF16Bits], ['bfloat16', bf16ToF32, toBf16Bits]] as const) {
       // [2100], [3, 1100] axis 1 and [700, 3] axis 0: narrow rows in several 1024-value chunks;

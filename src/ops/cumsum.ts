@@ -4,8 +4,9 @@
  * sums from the end. float32 / float64 / int32 run the fused add scan (assembly/scan.ts:
  * lanes-vectorized when the axis is not innermost, in-register prefix scan when it is);
  * int64 wraps modulo 2^64; uint32 / uint64 run the int32 / int64 kernels (a wrapping sum
- * has the same bits signed or unsigned); float16 / bfloat16 accumulate in float32 and round
- * every output to the storage type (round to nearest even), widened and rounded with SIMD.
+ * has the same bits signed or unsigned); float16 / bfloat16 add in their own arithmetic, as
+ * the ONNX reference (NumPy) does: every partial sum rounded to the storage type (nearest
+ * even) before the next value is added, widened and rounded with SIMD.
  */
 import { show } from '../errors.js';
 import { fail, product, readInts } from './checks.js';

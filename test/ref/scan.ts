@@ -189,7 +189,7 @@ export function toBf16Bits(v: number): number {
   return u32[0] >>> 16;
 }
 
-/** CumSum of float16 / bfloat16 bit patterns: float32 carries, every output rounded. */
+/** CumSum of float16 / bfloat16 bit patterns in the storage type's arithmetic: every partial sum rounded (nearest even). */
 export function refCumsumHalf(
   bits: ArrayLike<number>, decode: (h: number) => number, encode: (v: number) => number,
   shape: readonly number[], dim: number, reverse: boolean, exclusive: boolean,
@@ -202,7 +202,9 @@ export function refCumsumHalf(
       for (let s = 0; s < N; s++) {
         const t = reverse ? N - 1 - s : s;
         const k = (o * N + t) * I + i;
-        const nc = Math.fround(c + decode(bits[k]));
+        // the storage type's arithmetic (NumPy's float16 cumsum, ml_dtypes' bfloat16): every
+        // partial sum rounded to the type before the next value is added
+        const nc = decode(encode(c + decode(bits[k])));
         ys[k] = encode(exclusive ? c : nc);
         c = nc;
       }
