@@ -66,7 +66,7 @@ describe('TRT_Attention rejects bad input with nothing written', () => {
     bad('TRT_Attention', [Q, K, V, t('float32', [1, 1, 1, 3, 5])], {}, 'INVALID_SHAPE', /rank/, out);
     bad('TRT_Attention', [Q, K, V, ek.tensor('float8e4m3fn', [3, 5])], {}, 'INVALID_DTYPE', /attn_mask: expected bool .*got float8e4m3fn/, out);
     bad('Attention', [Q, K, V, ek.tensor('int4', [3, 5])], {}, 'INVALID_DTYPE', /attn_mask: expected bool .*got int4/, out);
-    bad('Attention', [Q, K, t('float64', [1, 2, 5, 4])], {}, 'INVALID_DTYPE', /V: float64 V needs float64 Q and K/, out);
+    bad('Attention', [Q, t('float64', [1, 2, 5, 4]), V], {}, 'INVALID_DTYPE', /K: expected float32 \(Q's dtype\), got float64/, out);
   });
   it('attributes and dtypes', () => {
     const Q = t('float32', [1, 2, 3, 4]), K = t('float32', [1, 2, 5, 4]), V = t('float32', [1, 2, 5, 4]);

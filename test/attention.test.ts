@@ -290,7 +290,8 @@ const onnxArb = fc.record({
   scale: fc.constantFrom(undefined, 0.3),
   qkMode: fc.constantFrom(-1, 0, 1, 2, 3),
   t1: fc.constantFrom('float32', 'float32', 'float16', 'bfloat16', 'float64'),
-  t2: fc.constantFrom('same', 'float32', 'float16'),
+  // T2 (V, past_value) independent of T1 (Q, K), float64 on either side included
+  t2: fc.constantFrom('same', 'float32', 'float16', 'float64'),
   // Attention-25's left_window_size / right_window_size (−1: unbounded; undefined: not given)
   left: fc.constantFrom(undefined, undefined, -1, 0, 1, 3),
   right: fc.constantFrom(undefined, undefined, -1, 0, 2),
@@ -302,8 +303,7 @@ function onnxCase(c: OnnxCfg): { inputs: (Plain | null)[]; attrs: Record<string,
   const r = rng(c.seed);
   const { B, Hkv, D, Sq, S } = c;
   const Hq = Hkv * c.G, Dv = c.Dv || D, P = c.P;
-  // float64 (computed in float32) pairs only with float64
-  const t1 = c.t1, t2 = c.t2 === 'same' || t1 === 'float64' ? t1 : c.t2;
+  const t1 = c.t1, t2 = c.t2 === 'same' ? t1 : c.t2;
   const Q = c.rank === 4 ? plain(t1, [B, Hq, Sq, D], r) : plain(t1, [B, Sq, Hq * D], r);
   const K = c.rank === 4 ? plain(t1, [B, Hkv, S, D], r) : plain(t1, [B, S, Hkv * D], r);
   const V = c.rank === 4 ? plain(t2, [B, Hkv, S, Dv], r) : plain(t2, [B, S, Hkv * Dv], r);

@@ -333,12 +333,16 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   // (no `{ ...plan }` copies here: spreading a 25-field object made a slow dictionary-mode
   // object, which alone cost tens of µs per call at small sizes)
   const wantQk = job.qkMode != null;
-  // float64 (ONNX Attention): the kernel reads float32 copies of Q and of the (present) K / V
-  // and writes float32 rows of Y and qk_matmul_output, widened into the outputs afterwards.
-  // The scratch is sized for the plan runAttentionPlan gets, float32 then (a copy of the plan,
+  // float64 (ONNX Attention; T1 = Q, K and T2 = V each may be float64): the kernel reads
+  // float32 copies of the float64 ones (Q and the (present) K, or the (present) V) and, for
+  // a float64 T1, writes float32 rows of Y and qk_matmul_output, widened into the outputs
+  // afterwards. The scratch is sized for the plan runAttentionPlan gets (a copy of the plan,
   // for float64 only): it may take the row-decode kernel, whose scores need (N + D)·4 bytes
-  const wide = Q.dtype === 'float64';
-  const rowDecodeN = rowDecodeCapacity(wide ? { ...plan, qDtype: 'float32', kDtype: 'float32', vDtype: 'float32', outDtype: 'float32' } : plan);
+  const wideQ = Q.dtype === 'float64', wideV = V.dtype === 'float64', wide = wideQ || wideV;
+  const narrowed = (d: string, w: boolean) => (w ? 'float32' : d);
+  const rowDecodeN = rowDecodeCapacity(wide ? {
+    ...plan, qDtype: narrowed(plan.qDtype, wideQ), kDtype: narrowed(plan.kDtype, wideQ), vDtype: narrowed(plan.vDtype, wideV), outDtype: narrowed(plan.outDtype, wideQ),
+  } : plan);
   const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan), rowDecodeN);
   // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
   // a failing scratch request then leaves no freshly allocated output behind
@@ -354,8 +358,8 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   const kElems = job.concat ? kvRows * job.concat.D : K.size, vElems = job.concat ? kvRows * job.concat.Dv : V.size;
   const yElems = ySpec.shape.reduce((a, x) => a * x, 1);
   const qkSpec = job.outSpecs[3];
-  const qkElems = wide && job.qkMode != null && qkSpec ? qkSpec.shape.reduce((a, x) => a * x, 1) : 0;
-  const wideBytes = wide ? pad16(Q.size * 4) + pad16(kElems * 4) + pad16(vElems * 4) + pad16(yElems * 4) + pad16(qkElems * 4) + 80 : 0;
+  const qkElems = wideQ && job.qkMode != null && qkSpec ? qkSpec.shape.reduce((a, x) => a * x, 1) : 0;
+  const wideBytes = (wideQ ? pad16(Q.size * 4) + pad16(kElems * 4) + pad16(yElems * 4) + pad16(qkElems * 4) : 0) + (wideV ? pad16(vElems * 4) : 0) + (wide ? 80 : 0);
   const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + wideBytes + kernelBytes + 16;
   const s0 = ((ctx.scratch(total) + 15) & ~15) >>> 0;
   const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
@@ -413,28 +417,32 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
       sp = dst + pad16(n * 4);
       return dst;
     };
-    qPtr = narrow(Q.byteOffset, Q.size);
-    kPtr = narrow(kPtr, kElems);
-    vPtr = narrow(vPtr, vElems);
-    yPtr = ((sp + 15) & ~15) >>> 0;
-    sp = yPtr + pad16(yElems * 4);
-    if (qkT) {
-      qkPtr = ((sp + 15) & ~15) >>> 0;
-      sp = qkPtr + pad16(qkElems * 4);
+    if (wideQ) {
+      qPtr = narrow(Q.byteOffset, Q.size);
+      kPtr = narrow(kPtr, kElems);
+    }
+    if (wideV) vPtr = narrow(vPtr, vElems);
+    if (wideQ) {
+      yPtr = ((sp + 15) & ~15) >>> 0;
+      sp = yPtr + pad16(yElems * 4);
+      if (qkT) {
+        qkPtr = ((sp + 15) & ~15) >>> 0;
+        sp = qkPtr + pad16(qkElems * 4);
+      }
     }
   }
   const qk = qkT ? { ptr: qkPtr, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
-  const f32 = (d: string) => (wide ? 'float32' : d);
+
   const full: AttentionPlan = {
     q: qPtr, k: kPtr, v: vPtr, out: yPtr,
     Hq: plan.Hq, Hkv: plan.Hkv, D: plan.D, Dv: plan.Dv, seqs: plan.seqs,
     qHS: plan.qHS, qTS: plan.qTS, kHS: plan.kHS, kTS: plan.kTS, vHS: plan.vHS, vTS: plan.vTS, oHS: plan.oHS, oTS: plan.oTS,
-    qDtype: f32(plan.qDtype), kDtype: f32(plan.kDtype), vDtype: f32(plan.vDtype), outDtype: f32(plan.outDtype),
+    qDtype: narrowed(plan.qDtype, wideQ), kDtype: narrowed(plan.kDtype, wideQ), vDtype: narrowed(plan.vDtype, wideV), outDtype: narrowed(plan.outDtype, wideQ),
     scale: plan.scale, softcap: plan.softcap, mask: maskPlan, norm: plan.norm, quant: plan.quant, qScale: plan.qScale, qk,
     winLeft: plan.winLeft, winRight: plan.winRight,
   };
   if (full.seqs.length > 0 && full.Hq > 0 && (Y ? yElems : 0) + (qkT ? qkT.size : 0) > 0) runAttentionPlan(ctx, full, sp);
-  if (wide) {
+  if (wideQ) {
     // widen the float32 rows into the float64 outputs (exact)
     const buf = ctx.memory.buffer;
     if (Y) new Float64Array(buf, yOut, yElems).set(new Float32Array(buf, yPtr, yElems));
@@ -493,7 +501,6 @@ const onnxAttention: OpDef = {
     onnxFloatDtype(k, `${op} input K`);
     onnxFloatDtype(v, `${op} input V`);
     if (k.dtype !== q.dtype) fail('INVALID_DTYPE', `${op} input K: expected ${q.dtype} (Q's dtype), got ${k.dtype}`);
-    if ((q.dtype === 'float64') !== (v.dtype === 'float64')) fail('INVALID_DTYPE', `${op} input V: float64 V needs float64 Q and K and the other way round, got Q ${q.dtype} and V ${v.dtype}`);
     const rank = q.rank;
     if (rank !== 3 && rank !== 4) fail('INVALID_SHAPE', `${op} input Q: expected rank 3 or 4, got rank ${rank} (shape ${shapeOf(q)})`);
     if (k.rank !== rank) fail('INVALID_SHAPE', `${op} input K: expected rank ${rank} (Q's rank), got ${k.rank}`);
