@@ -133,6 +133,7 @@ export class KVCache {
   /** Scaled copy of the queries for TRT_Attention (which has no scale attribute); grown on demand. */
   private qbuf: Tensor | null = null;
   private alive = true;
+  private busy = 0; // > 0 while a call reads its arguments (see reading())
 
   /** @internal — use ek.kvCache(). */
   constructor(ek: Kernels, opts: KVCacheOptions) {
@@ -224,7 +225,7 @@ export class KVCache {
    * takes its first lengths[b] rows, default S) or packed [T, Hkv, D] (lengths required).
    */
   append(layer: number, k: Tensor, v: Tensor, opts: AppendOptions = {}): void {
-    this.assertAlive();
+    this.assertIdle('append');
     const L = this.checkLayer(layer, 'append');
     const B = this.batch, H = this.kvHeads, D = this.headDim;
     this.checkInput(k, 'k', true);
@@ -247,8 +248,10 @@ export class KVCache {
     } else {
       bad('INVALID_SHAPE', `kvCache.append k: expected padded [${B},${H},S,${D}] or packed [T,${H},${D}], got ${show([...k.shape])}`);
     }
-    const counts = this.readCounts(opts, packed, S);
-    // reading opts.lengths ran the caller's code (getters, a Proxy), which may dispose k or v
+    const counts = this.reading(() => this.readCounts(opts, packed, S));
+    // reading opts.lengths ran the caller's code (getters, a Proxy), which may have disposed
+    // the cache, k or v (any other call of this cache's from there throws: see reading())
+    this.assertAlive();
     k.assertAlive('kvCache k');
     v.assertAlive('kvCache v');
     if (this.pending !== null) {
@@ -340,18 +343,23 @@ export class KVCache {
    * this step, the S queries are the sequence's last S positions.
    */
   attend(layer: number, q: Tensor, opts: AttendOptions = {}): Tensor {
-    this.assertAlive();
+    this.assertIdle('attend');
     const L = this.checkLayer(layer, 'attend');
     const B = this.batch, Hkv = this.kvHeads, D = this.headDim;
     this.checkInput(q, 'q', false);
     if (opts === null || typeof opts !== 'object') bad('INVALID_ARGUMENT', `kvCache.attend options: expected an object, got ${show(opts)}`);
-    knownOptions(opts, ATTEND_OPTIONS, 'kvCache.attend options');
-    const scale = opts.scale ?? 1 / Math.sqrt(D);
-    if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(opts.scale)}`);
-    const impl = opts.impl; // (each option read once: a getter may answer differently)
+    // every option read once, up front (a getter may answer differently, or run code)
+    const o = this.reading(() => {
+      knownOptions(opts, ATTEND_OPTIONS, 'kvCache.attend options');
+      return { scale: opts.scale, impl: opts.impl, causal: opts.causal, out: opts.out };
+    });
+    this.assertAlive();
+    const scale = o.scale ?? 1 / Math.sqrt(D);
+    if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(o.scale)}`);
+    const impl = o.impl;
     if (impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(impl)}`);
-    const causal = opts.causal ?? true;
-    if (typeof causal !== 'boolean') bad('INVALID_ARGUMENT', `kvCache.attend causal: expected a boolean, got ${show(opts.causal)}`);
+    const causal = o.causal ?? true;
+    if (typeof causal !== 'boolean') bad('INVALID_ARGUMENT', `kvCache.attend causal: expected a boolean, got ${show(o.causal)}`);
     let packed: boolean, Hq: number, S: number;
     if (q.rank === 4 && q.shape[0] === B && q.shape[3] === D) {
       packed = false; Hq = q.shape[1]; S = q.shape[2];
@@ -377,7 +385,7 @@ export class KVCache {
         qLen[b] = Math.min(S, this.len[b]);
       }
     }
-    const given = opts.out;
+    const given = o.out;
     if (given !== undefined) {
       this.checkInput(given, 'out', false);
       if (given.rank !== q.rank || given.shape.some((d, i) => d !== q.shape[i])) bad('INVALID_SHAPE', `kvCache.attend out: expected q's shape ${show([...q.shape])}, got ${show([...given.shape])}`);
@@ -461,7 +469,7 @@ export class KVCache {
    * last advance / reset) it is a no-op that returns the lengths.
    */
   advance(): Int32Array {
-    this.assertAlive();
+    this.assertIdle('advance');
     if (this.pending === null) return this.len.slice(); // no step: nothing to commit
     const missing: number[] = [];
     for (let l = 0; l < this.layers; l++) if (!this.written[l]) missing.push(l);
@@ -474,7 +482,7 @@ export class KVCache {
 
   /** Empties one sequence slot (continuous batching) or, without argument, every slot and any step in progress. */
   reset(seq?: number): void {
-    this.assertAlive();
+    this.assertIdle('reset');
     if (seq === undefined) {
       this.len.fill(0);
       this.pending = null;
@@ -495,8 +503,17 @@ export class KVCache {
    * value: 1.0 in a float16 / bfloat16 / float8 mask is a one.
    */
   setLengthsFromMask(mask: MaskInput): Int32Array {
+    this.assertIdle('setLengthsFromMask');
+    if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
+    const out = this.reading(() => this.lengthsFromMask(mask));
     this.assertAlive();
     if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
+    this.len.set(out);
+    return out.slice();
+  }
+
+  /** The lengths a mask gives (setLengthsFromMask), nothing changed. */
+  private lengthsFromMask(mask: MaskInput): Int32Array {
     const { info, shape, data } = this.readMask(mask);
     const limit = this.window ? this.capacity : this.rows;
     if (shape.length !== 2 || shape[0] !== this.batch || shape[1] > limit) {
@@ -516,8 +533,7 @@ export class KVCache {
       }
       out[b] = n;
     }
-    this.len.set(out);
-    return out.slice();
+    return out;
   }
 
   dispose(): void {
@@ -663,6 +679,27 @@ export class KVCache {
   private assertAlive(): void {
     if (!this.alive) bad('DISPOSED', 'this KVCache was disposed');
     if (this.ek.disposed) bad('DISPOSED', 'the Kernels instance of this KVCache was disposed');
+  }
+
+  /**
+   * Runs f, which reads the caller's arguments (getters, a Proxy, array elements: the
+   * caller's code), with the cache marked busy: append, attend, advance, reset and
+   * setLengthsFromMask called from there throw, so no call sees the state change halfway.
+   * (dispose() is allowed; the caller re-checks assertAlive() after.)
+   */
+  private reading<T>(f: () => T): T {
+    this.busy++;
+    try {
+      return f();
+    } finally {
+      this.busy--;
+    }
+  }
+
+  /** assertAlive, and not from inside the argument reading of another call of this cache. */
+  private assertIdle(what: string): void {
+    this.assertAlive();
+    if (this.busy > 0) bad('INVALID_ARGUMENT', `kvCache.${what}: called while another call of this cache reads its arguments (from a getter or Proxy); the cache is not re-entrant`);
   }
 }
 

@@ -945,6 +945,43 @@ describe('KVCache API audit', () => {
     expect([c.dtype, c.layers, c.batch, c.capacity, c.disposed]).toEqual(['int8', 1, 2, 4, true]);
   });
 
+  it('argument getters that dispose the cache or call it again: DISPOSED / not re-entrant, nothing written, no state changed halfway', () => {
+    // (found by an audit: a lengths getter that disposed the cache let append write into the
+    // freed block, now another tensor's; a getter calling append made setLengthsFromMask
+    // overwrite a step's lengths)
+    const mk = () => ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
+    const k = ek.tensor('float32', [1, 1, 1, 4], [1, 2, 3, 4]);
+    const q = ek.tensor('float32', [1, 1, 1, 4], [1, 1, 1, 1]);
+    const made: Tensor[] = [];
+    try {
+      // dispose from a getter of append / attend: DISPOSED, and the freed block untouched
+      let c = mk();
+      expectKernelError(() => c.append(0, k, k, { get lengths() { c.dispose(); const t = ek.tensor('float32', [64]); made.push(t); return [1]; } }), 'DISPOSED');
+      for (const t of made) expect(Array.from(t.data as Float32Array).every((x) => x === 0), 'a tensor in the freed block').toBe(true);
+      c = mk();
+      c.append(0, k, k);
+      c.advance();
+      expectKernelError(() => c.attend(0, q, { get scale() { c.dispose(); return 1; } }), 'DISPOSED');
+      // calls of the same cache from a getter: refused, and the outer call fails with nothing done
+      c = mk();
+      const lens = () => [...c.lengths];
+      expectKernelError(() => c.append(0, k, k, { get lengths() { c.append(0, k, k); return [1]; } }), 'INVALID_ARGUMENT', /not re-entrant/);
+      expect([lens(), c.stepInProgress]).toEqual([[0], false]);
+      const data = [1, 1];
+      Object.defineProperty(data, 1, { get() { c.append(0, k, k); return 1; } });
+      expectKernelError(() => c.setLengthsFromMask({ shape: [1, 2], data }), 'INVALID_ARGUMENT', /not re-entrant/);
+      expect([lens(), c.stepInProgress]).toEqual([[0], false]);
+      c.append(0, k, k);
+      expectKernelError(() => c.attend(0, q, { get out() { c.advance(); return undefined; } }), 'INVALID_ARGUMENT', /not re-entrant/);
+      expect([lens(), c.stepInProgress]).toEqual([[0], true]);
+      expect([...c.advance()]).toEqual([1]);
+      c.dispose();
+    } finally {
+      k.dispose(); q.dispose();
+      for (const t of made) t.dispose();
+    }
+  });
+
   it('no step in progress: advance() is a no-op returning the lengths; attend() takes q\'s S rows as each sequence\'s last S positions', () => {
     const c = ek.kvCache({ layers: 2, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
     const q = ek.tensor('float32', [1, 1, 1, 4], [1, 1, 1, 1]);
