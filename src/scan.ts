@@ -367,12 +367,15 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     // a builtin combiner's ys is known without a step (x's shape, the carry's dtype, which
     // is x's or the one x would be converted to): a zero-length scan returns it empty in every
     // dtype, as the fused kernels do, not the [] of a function that was never called
+    // (a slice that broadcasts against init, e.g. init [1] and xs [N]: y has init's shape, and
+    // ys stacks it along dim, [N, 1] there, so [0, 1] when N = 0)
     const keeps = im.info === xm.info || promoteTypes(im.info.name, xm.info.name) === im.info.name;
-    if (N === 0 && keeps && sameShape(im.shape, sliceShape) && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
+    const yShape = broadcastsInto(sliceShape, im.shape) && xDim <= im.shape.length ? im.shape : null;
+    if (N === 0 && keeps && yShape && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
       const temps: Tensor[] = [];
       try {
         const c = asTensor(ek, initLeaves[0].value, 'init', temps);
-        return [clone(ek, c), ek.tensor(im.info.name, xm.shape)];
+        return [clone(ek, c), ek.tensor(im.info.name, [...yShape.slice(0, xDim), 0, ...yShape.slice(xDim)])];
       } finally {
         for (const t of temps) t.dispose();
       }
@@ -588,6 +591,13 @@ const JS_OPS: Record<CombineName, (a: number, b: number, int: boolean) => number
   min: (a, b) => Math.min(a, b),
   logaddexp: (a, b) => (a === b ? a + Math.LN2 : Math.max(a, b) + Math.log1p(Math.exp(-Math.abs(a - b)))),
 };
+
+/** Whether shape a broadcasts into b without changing b (numpy rules: a's dims, aligned right, are 1 or b's). */
+function broadcastsInto(a: readonly number[], b: readonly number[]): boolean {
+  if (a.length > b.length) return false;
+  for (let i = 1; i <= a.length; i++) if (a[a.length - i] !== 1 && a[a.length - i] !== b[b.length - i]) return false;
+  return true;
+}
 
 function broadcastShape(a: readonly number[], b: readonly number[], what: string): number[] {
   const r = Math.max(a.length, b.length);

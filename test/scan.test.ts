@@ -547,6 +547,24 @@ describe('scan: pytrees, plain tensors, counted loops', () => {
     for (const t of [c, x, fc, ys, c2, x2, fc2, ys2]) t.dispose();
   });
 
+  it('a zero-length scan whose slices broadcast against init stacks ys as a longer one would: init [1], xs [0] → ys [0, 1]', () => {
+    // (found by an audit: ys came back [] although N = 5 gives [5, 1])
+    for (const [cs, xs, dim, want] of [[[1], [0], 0, [0, 1]], [[3, 2], [2, 0], 1, [3, 0, 2]], [[4, 1, 3], [0, 3], 0, [0, 4, 1, 3]], [[2, 3], [0, 1, 3], 0, [0, 2, 3]]] as const) {
+      const c = ek.tensor('float32', [...cs]);
+      for (const n of [5, 0]) {
+        const xShape = [...xs] as number[];
+        xShape[dim] = n;
+        const x = ek.tensor('float32', xShape);
+        const [fc, ys] = ek.scan(ek.combine.add, c, x, { dim }) as [Tensor, Tensor];
+        const w = [...want] as number[];
+        w[dim] = n;
+        expect([...ys.shape], `init ${JSON.stringify(cs)} xs ${JSON.stringify(xShape)}`).toEqual(w);
+        for (const t of [x, fc, ys]) t.dispose();
+      }
+      c.dispose();
+    }
+  });
+
   it('a negative dim is resolved against the first xs leaf\'s rank and used for every leaf (PyTorch)', () => {
     const a = ek.tensor('float32', [2, 3], [1, 2, 3, 4, 5, 6]), b = ek.tensor('float32', [2, 3, 4], Array.from({ length: 24 }, (_, k) => k));
     // dim −1 of a rank-2 first leaf is axis 1: both leaves have 3 steps along axis 1
