@@ -61,7 +61,10 @@ function parseArgs(argv) {
     if (!Number.isFinite(opts[k])) { console.error(`demo: --${k} expects a number`); process.exit(2); }
   }
   if (!Number.isInteger(opts.steps)) die(`--steps expects an integer, got ${opts.steps}`, 2);
-  // run.c's corrections of out-of-range values, so the same flags give the same text
+  // run.c's corrections of out-of-range values, so the same flags give the same text; run.c
+  // reads both into a float first (1.00000001 is 1, −1e−50 is −0), then checks
+  opts.temperature = Math.fround(opts.temperature);
+  opts.topp = Math.fround(opts.topp);
   if (opts.temperature < 0) opts.temperature = 0;
   if (opts.topp < 0 || opts.topp > 1) opts.topp = 0.9;
   if (opts.steps < 0) opts.steps = 0; // then 0 → seq_len, as run.c

@@ -123,4 +123,5 @@ for (let attempt = 0; ; attempt++) {
 }
 writeFileSync(join(dist, 'index.d.ts'), "export * from './types/entries/node.js';\n");
 
-for (const b of builds) console.log(`${b.file}: ${statSync(join(dist, b.file)).size} bytes`);
+// (on stderr: `npm run -s demo` builds first, and its stdout is the generated text alone)
+for (const b of builds) console.error(`${b.file}: ${statSync(join(dist, b.file)).size} bytes`);

@@ -658,6 +658,10 @@ describe('npm run demo (examples/demo.mjs)', () => {
     const greedy = run(['--steps', '12', '--temperature', '0']);
     expect(run(['--steps', '12', '--temperature', '-1']).stdout).toBe(greedy.stdout);
     expect(run(['--steps', '12', '--seed', '5', '--topp', '2']).stdout).toBe(run(['--steps', '12', '--seed', '5', '--topp', '0.9']).stdout);
+    // … after reading them into a float: 1.00000001 is 1 (sample_mult), not out of range (0.9)
+    const mult = run(['--steps', '40', '--seed', '3', '--topp', '1']).stdout;
+    expect(run(['--steps', '40', '--seed', '3', '--topp', '1.00000001']).stdout).toBe(mult);
+    expect(mult).not.toBe(run(['--steps', '40', '--seed', '3', '--topp', '0.9']).stdout);
     // run.c's seed: atoi into an unsigned long long (−5 is 2^64 − 5, 3000000000 wraps through int)
     expect(run(['--steps', '1', '--seed', '-5']).stderr).toMatch(/seed 18446744073709551611,/);
     expect(run(['--steps', '1', '--seed', '3000000000']).stderr).toMatch(/seed 18446744072414584320,/);
