@@ -506,8 +506,7 @@ export class KVCache {
     this.assertIdle('setLengthsFromMask');
     if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
     const out = this.reading(() => this.lengthsFromMask(mask));
-    this.assertAlive();
-    if (this.pending !== null) bad('INVALID_ARGUMENT', 'kvCache.setLengthsFromMask: a step is in progress; advance() or reset() first');
+    this.assertAlive(); // (no other call ran meanwhile: see reading(); a dispose may have)
     this.len.set(out);
     return out.slice();
   }

@@ -432,7 +432,6 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     }
   }
   const qk = qkT ? { ptr: qkPtr, mode: job.qkMode!, cols: qkT.shape[3], bs: qkT.shape[1] * qkT.shape[2] * qkT.shape[3], hs: qkT.shape[2] * qkT.shape[3] } : null;
-
   const full: AttentionPlan = {
     q: qPtr, k: kPtr, v: vPtr, out: yPtr,
     Hq: plan.Hq, Hkv: plan.Hkv, D: plan.D, Dv: plan.Dv, seqs: plan.seqs,
