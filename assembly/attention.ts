@@ -735,9 +735,10 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
   const es = elemBytes<VT>();
   // the decode form (SP = u8, float32 K and V of one head size, see runTile): one word of
   // the K row and one of the V row 2·KB keys ahead per step, stepping 8·es bytes, so the
-  // (Dv/8)·n steps of a sub-block of n keys cover exactly its n K and V rows ahead
+  // (Dv/8)·n steps of a sub-block of n keys cover exactly its n K and V rows ahead; on the
+  // first block of a pair (gTMul = 2, see touchTarget) 16·es bytes: 2n rows, a line each
   const SPREAD = sizeof<SP>() == 1;
-  const tStep = <usize>es << 3;
+  const tStep = (<usize>es << 3) * gTMul;
   let tk = gTK, tv = gTV;
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
@@ -910,14 +911,40 @@ function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 // no head after the first starts with two blocks of cold misses (those cost ~5% of a
 // 32q/8kv L=4096 step). Sets gTK / gTV; returns how many rows from there to touch (≤ 0:
 // none).
+//
+// Paired blocks (pair = true: the float32 decode tile, which touches from P·V). A touch is
+// a load: it cannot retire until its line arrives, so the misses in flight are the touches
+// the reorder buffer holds, and P·V's ~30 instructions per touch keep that to ~10 lines
+// (a cpu-clock profile put ~45% of P·V's samples on the touches). So the blocks go in
+// pairs: the first touches the K and V rows of both blocks 2·KB and 3·KB keys ahead, twice
+// as densely (two lines per P·V step, gTMul = 2), and the second touches nothing and runs
+// from the caches. 32q/8kv L=4096 decode step 0.96–0.98× the time of one block's rows per
+// block (both builds over the same memory, alternating calls); four blocks at once (four
+// lines per step, three blocks without) was no faster than one. The score loop's touches
+// (other dtypes, the two-phase path) stay one block per block: in pairs, bfloat16 and
+// float16 decode did not change and TRT_QuantizedAttention took 1.05–1.09× the time.
 let gNextK: usize = 0; // key 0 of the next tile's KV head (0 = none)
 let gNextV: usize = 0;
 let gNextEnd: i32 = 0; // that tile's end
 let gTK: usize = 0;
 let gTV: usize = 0;
+let gTMul: usize = 1; // target rows per row of the block: 2 on the first block of a pair
+let gTSkip = false; // the block before touched this block's share: touch nothing
 
-function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j0: i32, tileEnd: i32): i32 {
+function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j0: i32, tileEnd: i32, pair: bool = false): i32 {
+  gTMul = 1;
+  if (gTSkip) {
+    gTSkip = false;
+    return 0;
+  }
   const a = j0 + 2 * KB;
+  if (pair && a + 2 * KB <= tileEnd) {
+    gTK = kRow + <usize>a * kStride;
+    gTV = vRow + <usize>a * vStride;
+    gTMul = 2;
+    gTSkip = true;
+    return KB;
+  }
   if (a < tileEnd) {
     gTK = kRow + <usize>a * kStride;
     gTV = vRow + <usize>a * vStride;
@@ -947,11 +974,12 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     store<f32>(sM + (<usize>r << 2), NEG_INF);
     store<f32>(sL + (<usize>r << 2), 0);
   }
+  // a decode tile (one row group) over contiguous float32 K and V rows of one head size,
+  // a multiple of 8, touches ahead from P·V (see pvBlock), not from the scores, and in
+  // block pairs (see touchTarget)
+  const pvTouch = ASC_FEATURE_SIMD && nR4 == 4 && gD == gDv && (gDv & 7) == 0 && gKT == 0 && gVT == 0 &&
+    kStride == <usize>gD * esize(gKT) && vStride == <usize>gDv * esize(gVT);
   if (!gTwoPhase) {
-    // a decode tile (one row group) over contiguous float32 K and V rows of one head size,
-    // a multiple of 8, touches ahead from P·V (see pvBlock), not from the scores
-    const pvTouch = ASC_FEATURE_SIMD && nR4 == 4 && gD == gDv && (gDv & 7) == 0 && gKT == 0 && gVT == 0 &&
-      kStride == <usize>gD * esize(gKT) && vStride == <usize>gDv * esize(gVT);
     // blocks before every row's sliding-window start are skipped whole
     let first = tileEnd;
     for (let r = 0; r < nR4; r++) {
@@ -959,6 +987,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       if (load<i32>(sEnd + (<usize>r << 2)) > st) first = min(first, st);
     }
     const jFirst = first >= tileEnd ? 0 : first / KB * KB;
+    gTSkip = false;
     for (let j0 = jFirst; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       // per row group, the keys of this block any of its rows sees: a causal tile's later
@@ -968,7 +997,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         for (let r = g; r < g + 4; r++) e = max(e, load<i32>(sEnd + (<usize>r << 2)));
         store<i32>(sGLim + <usize>g, min(nb, max(0, e - j0)));
       }
-      const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd);
+      const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd, pvTouch);
       const inPV = pvTouch && tN >= nb;
       scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, gTK, gTV, vStride, inPV ? 0 : tN);
       for (let g = 0; g < nR4; g += 4) {
@@ -983,12 +1012,14 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     }
   } else {
     // phase 1: full score rows
+    gTSkip = false;
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       const nbPad = roundUp(nb, 4);
       fillGLim(nR4, nb);
       // the same touch-ahead as the one-pass path: K rows 2 blocks ahead for this phase,
-      // V rows 2 blocks ahead so phase 2 finds them in the last-level cache
+      // V rows 2 blocks ahead so phase 2 finds them in the last-level cache (one block per
+      // block: see touchTarget)
       const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd);
       scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, <usize>j0 << 4, gTK, gTV, vStride, tN);
       for (let g = 0; g < nR4; g += 4) postGroup(g, sS + <usize>(g >> 2) * gS + (<usize>j0 << 4), j0, nb, nbPad);
@@ -1008,11 +1039,31 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       }
       if (gQuant != 0) quantizeRow(blk, endPad << 2);
     }
-    // phase 2: P·V
+    // phase 2: P·V. Phase 1 brought the V rows into the last-level cache; a decode tile's
+    // loads of them still waited there (a cpu-clock profile of TRT_QuantizedAttention
+    // decode put a third of this loop's samples on them), so P·V touches the V rows 2·KB
+    // keys ahead too, in block pairs as touchTarget: the first block of a pair touches
+    // both blocks' rows (its K and V touch streams on one block each), the second none
+    // (TRT_QuantizedAttention decode 0.98–0.99× the time: most of the wait remains)
+    let skip = false;
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       fillGLim(nR4, nb);
-      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4);
+      let t = false;
+      if (pvTouch && nb == KB) {
+        const a = j0 + 2 * KB;
+        gTMul = 1;
+        if (skip) skip = false;
+        else if (a + 2 * KB <= tileEnd) {
+          gTK = vRow + <usize>a * vStride;
+          gTV = gTK + <usize>KB * vStride;
+          t = skip = true;
+        } else if (a + KB <= tileEnd) {
+          gTK = gTV = vRow + <usize>a * vStride;
+          t = true;
+        }
+      }
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4, t);
     }
   }
   // write the rows out. sL = 0 marks a row that sees no key (its running or full softmax

@@ -128,6 +128,24 @@ describe('TRT_QuantizedAttention matches the float64 reference with the same qua
   it('the same in the scalar build', () => {
     fc.assert(fc.property(qArb.filter(valid), (c) => check(eks, c)), { seed: 52, numRuns: 30 });
   });
+  it('decode over long contiguous float32 K/V (P·V touches ahead in block pairs: 256+ keys, D a multiple of 8)', () => {
+    const dec = fc.record({
+      D: fc.constantFrom(8, 24), L: fc.integer({ min: 250, max: 700 }), cut: fc.integer({ min: 0, max: 70 }),
+      type: fc.constantFrom('float8e4m3fn', 'int8'), seed: fc.integer(),
+    });
+    fc.assert(fc.property(dec, ({ D, L, cut, type, seed }) => {
+      const r = rng(seed), Hkv = 2, Hq = 8;
+      const Q: Plain = { dtype: 'float32', shape: [1, Hq, 1, D], data: f32(r, Hq * D) };
+      const K: Plain = { dtype: 'float32', shape: [1, Hkv, L, D], data: f32(r, Hkv * L * D) };
+      const V: Plain = { dtype: 'float32', shape: [1, Hkv, L, D], data: f32(r, Hkv * L * D) };
+      const KL: Plain = { dtype: 'int32', shape: [1], data: [L - cut] };
+      const inputs = [Q, K, V, null, null, null, KL];
+      const attrs = { normalization_quantize_to_type: type };
+      const [y] = ek.run('TRT_QuantizedAttention', inputs, attrs) as Tensor[];
+      close(y, refTrt(inputs, { normalization_quantize_to_type: type === 'int8' ? 'int8' : 'fp8' }, true), 'Y');
+      y.dispose();
+    }), { seed: 53, numRuns: 25 });
+  });
   it('a subnormal normalization_quantize_scale (1/s overflows float32): zero probabilities stay 0, not NaN', () => {
     // hidden keys (bool mask, causal frontier) and exp underflow give p = 0; Q(0 / s) · s = 0.
     // The kernel multiplied by 1/s = ∞ there: 0 · ∞ = NaN made the whole row NaN.
