@@ -1,0 +1,69 @@
+// A/B of two builds' kernels over the SAME memory: node bench/ab.mjs a.wasm b.wasm [case] [rounds]
+//
+//   case: decode-f32 | decode-f16 | decode-bf16   TRT_Attention decode, 32q/8kv D=128 L=4096
+//         qattention-fp8 | qattention-int8         TRT_QuantizedAttention, same shape
+//         kvcache-<dtype>                          KVCache append + attend, one layer, same shape
+//
+// Why: two builds instantiated side by side in one process (each with its own memory) differ
+// by ±5–8% on this shared machine even when they are the same file — where the pages of each
+// instance's K and V land matters to a memory-bound step. Here build b is instantiated into
+// build a's memory and only the kernel entries are swapped, so both read the same tensors at
+// the same addresses; calls alternate a, b / b, a. Two copies of one build give 0.998–1.005.
+// Both builds must have the same static data (the same source apart from kernel code: b's
+// data segments are written over a's at instantiation, checked by heapBase and the outputs).
+import { readFileSync } from 'node:fs';
+import { init } from '../dist/index.js';
+
+const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
+if (!fa || !fb) {
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|kvcache-<dtype>] [rounds]');
+  process.exit(2);
+}
+const rounds = Number(roundsArg);
+const ek = await init({ wasm: readFileSync(fa), initialMemory: 256 << 20 });
+const b = await WebAssembly.instantiate(await WebAssembly.compile(readFileSync(fb)), { env: { memory: ek.memory } });
+if ((b.exports.heapBase() >>> 0) !== (ek.exports.heapBase() >>> 0)) throw new Error('the builds differ in static data (heapBase): not comparable this way');
+const expA = { ...ek.exports };
+const expB = { ...ek.exports };
+for (const [name, f] of Object.entries(b.exports)) if (typeof f === 'function' && !/^(heapBase|memory)$/.test(name)) expB[name] = f;
+
+let seed = 7;
+const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 ** 32 * 2 - 1; };
+const fill = (t) => { t.data.forEach((_, i, x) => { x[i] = rnd(); }); return t; };
+const Hq = 32, Hkv = 8, D = 128, L = 4096;
+const q = fill(ek.tensor('float32', [1, Hq, 1, D])), out = ek.tensor('float32', [1, Hq, 1, D]);
+let step;
+if (which.startsWith('decode-') || which.startsWith('qattention-')) {
+  const dt = { 'decode-f16': 'float16', 'decode-bf16': 'bfloat16' }[which] ?? 'float32';
+  const K = ek.tensor(dt, [1, Hkv, L, D], Float32Array.from({ length: Hkv * L * D }, rnd));
+  const V = ek.tensor(dt, [1, Hkv, L, D], Float32Array.from({ length: Hkv * L * D }, rnd));
+  const op = which.startsWith('qattention-') ? 'TRT_QuantizedAttention' : 'TRT_Attention';
+  const attrs = which === 'qattention-fp8' ? { normalization_quantize_to_type: 'float8e4m3fn' } : which === 'qattention-int8' ? { normalization_quantize_to_type: 'int8' } : {};
+  step = () => ek.run(op, [q, K, V], attrs, { outputs: [out] });
+} else if (which.startsWith('kvcache-')) {
+  const dtype = which.slice('kvcache-'.length);
+  const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
+  const kb = ek.tensor('float32', [1, Hkv, 64, D]), vb = ek.tensor('float32', [1, Hkv, 64, D]);
+  for (let p = 0; p < L - 64; p += 64) { cache.append(0, fill(kb), fill(vb)); cache.advance(); }
+  const k = fill(ek.tensor('float32', [1, Hkv, 1, D])), v = fill(ek.tensor('float32', [1, Hkv, 1, D]));
+  const n = cache.lengths[0];
+  const mask = { dtype: 'int32', shape: [1, L], data: Int32Array.from({ length: L }, (_, i) => (i < n ? 1 : 0)) };
+  step = () => { cache.append(0, k, v); cache.attend(0, q, { out }); cache.reset(); cache.setLengthsFromMask(mask); };
+} else throw new Error(`unknown case ${which}`);
+
+const call = (e) => { ek.exports = e; const t = performance.now(); step(); return performance.now() - t; };
+call(expA); const ya = Float32Array.from(out.data);
+call(expB); const yb = Float32Array.from(out.data);
+let maxdiff = 0;
+for (let i = 0; i < ya.length; i++) maxdiff = Math.max(maxdiff, Math.abs(ya[i] - yb[i]));
+const warm = performance.now();
+while (performance.now() - warm < 500) { call(expA); call(expB); }
+const ta = [], tb = [], ratio = [];
+for (let i = 0; i < rounds; i++) {
+  const [x, y] = i & 1 ? [call(expB), call(expA)] : [call(expA), call(expB)];
+  const [a, bb] = i & 1 ? [y, x] : [x, y];
+  ta.push(a); tb.push(bb); ratio.push(bb / a);
+}
+ek.exports = expA;
+const median = (x) => [...x].sort((p, r) => p - r)[x.length >> 1];
+console.log(JSON.stringify({ case: which, a: fa, b: fb, a_ms: +median(ta).toFixed(3), b_ms: +median(tb).toFixed(3), b_over_a: +median(ratio).toFixed(3), rounds, maxdiff }));
