@@ -231,6 +231,43 @@ describe('TRT_Attention matches the float64 reference', () => {
       y.dispose();
     }), { seed: 35, numRuns: 30 });
   });
+  it('decode K / V ending at the last byte of wasm memory: the touch-ahead reads no row past the tile', async () => {
+    // the decode tiles touch the K and V rows 2–3 blocks ahead (in block pairs for float32
+    // from P·V, TRT_QuantizedAttention's phase 2 too, and from the scores for 16-bit K/V);
+    // with the last row of K or V at the end of memory, any touch past the rows would trap
+    // (lengths 600 and 700 end 88 and 60 keys into a 128-key pair: each pair-eligibility
+    // edge case is there once)
+    const Hkv = 2, G = 4, D = 16, M = 2 << 20;
+    for (const L of [600, 700]) for (const dt of ['float32', 'bfloat16'] as const) {
+      for (const last of ['V', 'K'] as const) {
+        const ek2 = await init({ initialMemory: M, maximumMemory: M });
+        const r = rng(L + dt.length + last.length);
+        const es = dt === 'float32' ? 4 : 2, bytes = Hkv * L * D * es;
+        const q = plain('float32', [1, Hkv * G, 1, D], r), a = plain(dt, [1, Hkv, L, D], r), b = plain(dt, [1, Hkv, L, D], r);
+        const load = (p: Plain) => {
+          const t = ek2.tensor(p.dtype as never, p.shape);
+          (t.data as unknown as { set(x: ArrayLike<number>): void }).set(p.data as number[]);
+          return t;
+        };
+        const Q = load(q), first = load(last === 'V' ? a : b), Y = ek2.tensor('float32', [1, Hkv * G, 1, D]);
+        // size the scratch for both operators before the layout is fixed
+        ek2.run('TRT_QuantizedAttention', [Q, first, first], {}, { outputs: [Y] });
+        ek2.run('TRT_Attention', [Q, first, first], {}, { outputs: [Y] });
+        // a filler takes the free end of memory but one block of exactly the tensor's size
+        const free = ek2.stats().largestFreeBlock;
+        const fill = ek2.tensor('uint8', [free - (bytes + 16) - 16]);
+        const end = load(last === 'V' ? b : a);
+        expect(end.byteOffset + bytes + 16, `${dt}: ${last} ends at the memory's end`).toBe(ek2.memory.buffer.byteLength);
+        const [K, V] = last === 'V' ? [first, end] : [end, first];
+        ek2.run('TRT_Attention', [Q, K, V], {}, { outputs: [Y] });
+        expectClose(Y, refTrt([q, a, b], {}, false), `${dt} TRT_Attention, ${last} last`);
+        ek2.run('TRT_QuantizedAttention', [Q, K, V], {}, { outputs: [Y] });
+        expectClose(Y, refTrt([q, a, b], { normalization_quantize_to_type: 'fp8' }, true), `${dt} TRT_QuantizedAttention, ${last} last`);
+        fill.dispose();
+        ek2.dispose();
+      }
+    }
+  });
   it('fills a caller-provided output tensor in place (decode loop without allocation)', () => {
     const r = rng(5);
     const Q = ek.tensor('float32', [1, 8, 1, 16], randomData('float32', 128, r));
