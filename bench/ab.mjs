@@ -3,6 +3,7 @@
 //   case: decode-f32 | decode-f16 | decode-bf16   TRT_Attention decode, 32q/8kv D=128 L=4096
 //         qattention-fp8 | qattention-int8         TRT_QuantizedAttention, same shape
 //         kvcache-<dtype>                          KVCache append + attend, one layer, same shape
+//         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
 //
 // Why: two builds instantiated side by side in one process (each with its own memory) differ
 // by ±5–8% on this shared machine even when they are the same file — where the pages of each
@@ -16,7 +17,7 @@ import { init } from '../dist/index.js';
 
 const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 if (!fa || !fb) {
-  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|kvcache-<dtype>] [rounds]');
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|kvcache-<dtype>|mha-<dtype>] [rounds]');
   process.exit(2);
 }
 const rounds = Number(roundsArg);
@@ -32,7 +33,7 @@ const rnd = () => { seed = (seed * 1103515245 + 12345) >>> 0; return seed / 2 **
 const fill = (t) => { t.data.forEach((_, i, x) => { x[i] = rnd(); }); return t; };
 const Hq = 32, Hkv = 8, D = 128, L = 4096;
 const q = fill(ek.tensor('float32', [1, Hq, 1, D])), out = ek.tensor('float32', [1, Hq, 1, D]);
-let step;
+let step, before = () => {}, outT = out;
 if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   const dt = { 'decode-f16': 'float16', 'decode-bf16': 'bfloat16' }[which] ?? 'float32';
   const K = ek.tensor(dt, [1, Hkv, L, D], Float32Array.from({ length: Hkv * L * D }, rnd));
@@ -49,11 +50,30 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   const n = cache.lengths[0];
   const mask = { dtype: 'int32', shape: [1, L], data: Int32Array.from({ length: L }, (_, i) => (i < n ? 1 : 0)) };
   step = () => { cache.append(0, k, v); cache.attend(0, q, { out }); cache.reset(); cache.setLengthsFromMask(mask); };
+} else if (which.startsWith('mha-')) {
+  // a stories15M-shaped step's attention: 6 layers × 6 heads, D = 48, 255 cached keys + 1,
+  // one query row per head (the builtin kernel), with 64 MiB copied between calls (untimed)
+  // as the step's weights would evict the cache
+  const dtype = which.slice('mha-'.length), H = 6, Dh = 48, N = 256, layers = 6;
+  const cache = ek.kvCache({ layers, batch: 1, kvHeads: H, headDim: Dh, capacity: N, dtype, queryHeads: H });
+  const kb = ek.tensor('float32', [1, H, N - 1, Dh]), vb = ek.tensor('float32', [1, H, N - 1, Dh]);
+  for (let l = 0; l < layers; l++) cache.append(l, fill(kb), fill(vb));
+  cache.advance();
+  const k = fill(ek.tensor('float32', [1, H, 1, Dh])), v = fill(ek.tensor('float32', [1, H, 1, Dh]));
+  const qh = fill(ek.tensor('float32', [1, H, 1, Dh])), oh = ek.tensor('float32', [1, H, 1, Dh]);
+  const mask = { dtype: 'int32', shape: [1, N], data: Int32Array.from({ length: N }, (_, i) => (i < N - 1 ? 1 : 0)) };
+  const big = new Float64Array(8 << 20), big2 = new Float64Array(8 << 20);
+  before = () => big2.set(big);
+  step = () => {
+    for (let l = 0; l < layers; l++) { cache.append(l, k, v); cache.attend(l, qh, { out: oh }); }
+    cache.reset(); cache.setLengthsFromMask(mask);
+  };
+  outT = oh;
 } else throw new Error(`unknown case ${which}`);
 
-const call = (e) => { ek.exports = e; const t = performance.now(); step(); return performance.now() - t; };
-call(expA); const ya = Float32Array.from(out.data);
-call(expB); const yb = Float32Array.from(out.data);
+const call = (e) => { ek.exports = e; before(); const t = performance.now(); step(); return performance.now() - t; };
+call(expA); const ya = Float32Array.from(outT.data);
+call(expB); const yb = Float32Array.from(outT.data);
 let maxdiff = 0;
 for (let i = 0; i < ya.length; i++) maxdiff = Math.max(maxdiff, Math.abs(ya[i] - yb[i]));
 const warm = performance.now();
