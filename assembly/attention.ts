@@ -918,8 +918,8 @@ function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 // (a cpu-clock profile put ~45% of P·V's samples on the touches). So the blocks go in
 // pairs: the first touches the K and V rows of both blocks 2·KB and 3·KB keys ahead, twice
 // as densely (two lines per P·V step, gTMul = 2), and the second touches nothing and runs
-// from the caches. 32q/8kv L=4096 decode step 0.96–0.98× the time of one block's rows per
-// block (both builds over the same memory, alternating calls); four blocks at once (four
+// from the caches. 32q/8kv L=4096 decode step 0.94–0.98× the time of one block's rows per
+// block (bench/ab.mjs: both builds over the same memory, alternating calls); four blocks at once (four
 // lines per step, three blocks without) was no faster than one. The score loop's touches
 // (other dtypes, the two-phase path) stay one block per block: in pairs, bfloat16 and
 // float16 decode did not change and TRT_QuantizedAttention took 1.05–1.09× the time.
@@ -1044,7 +1044,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     // decode put a third of this loop's samples on them), so P·V touches the V rows 2·KB
     // keys ahead too, in block pairs as touchTarget: the first block of a pair touches
     // both blocks' rows (its K and V touch streams on one block each), the second none
-    // (TRT_QuantizedAttention decode 0.98–0.99× the time: most of the wait remains)
+    // (TRT_QuantizedAttention decode 0.93–0.99× the time, bench/ab.mjs)
     let skip = false;
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
