@@ -1042,28 +1042,14 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     // phase 2: P·V. Phase 1 brought the V rows into the last-level cache; a decode tile's
     // loads of them still waited there (a cpu-clock profile of TRT_QuantizedAttention
     // decode put a third of this loop's samples on them), so P·V touches the V rows 2·KB
-    // keys ahead too, in block pairs as touchTarget: the first block of a pair touches
-    // both blocks' rows (its K and V touch streams on one block each), the second none
+    // keys ahead too, in block pairs: touchTarget with V as both of its row sets
     // (TRT_QuantizedAttention decode 0.93–0.99× the time, bench/ab.mjs)
-    let skip = false;
+    gTSkip = false;
     for (let j0 = 0; j0 < tileEnd; j0 += KB) {
       const nb = min(KB, tileEnd - j0);
       fillGLim(nR4, nb);
-      let t = false;
-      if (pvTouch && nb == KB) {
-        const a = j0 + 2 * KB;
-        gTMul = 1;
-        if (skip) skip = false;
-        else if (a + 2 * KB <= tileEnd) {
-          gTK = vRow + <usize>a * vStride;
-          gTV = gTK + <usize>KB * vStride;
-          t = skip = true;
-        } else if (a + KB <= tileEnd) {
-          gTK = gTV = vRow + <usize>a * vStride;
-          t = true;
-        }
-      }
-      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4, t);
+      const tN = pvTouch ? touchTarget(vRow, vStride, vRow, vStride, j0, tileEnd, true) : 0;
+      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4, tN >= nb);
     }
   }
   // write the rows out. sL = 0 marks a row that sees no key (its running or full softmax
