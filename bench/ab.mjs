@@ -14,6 +14,7 @@
 // data segments are written over a's at instantiation, checked by heapBase and the outputs).
 import { readFileSync } from 'node:fs';
 import { init } from '../dist/index.js';
+import { stats } from './harness.mjs';
 
 const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 if (!fa || !fb) {
@@ -85,5 +86,5 @@ for (let i = 0; i < rounds; i++) {
   ta.push(a); tb.push(bb); ratio.push(bb / a);
 }
 ek.exports = expA;
-const median = (x) => [...x].sort((p, r) => p - r)[x.length >> 1];
+const median = (x) => stats(x).median;
 console.log(JSON.stringify({ case: which, a: fa, b: fb, a_ms: +median(ta).toFixed(3), b_ms: +median(tb).toFixed(3), b_over_a: +median(ratio).toFixed(3), rounds, maxdiff }));
