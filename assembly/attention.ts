@@ -44,7 +44,7 @@
 // overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
 // never leave the output rows.
 import {
-  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, f16ToF32Scalar, f32ToBF16Scalar,
+  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16RowsFinite, f16ToF32Scalar, f32ToBF16Scalar,
   f32ToF16Scalar, hsum4, loadBF16x4, loadF16x4, madd, tanhScalar, tanhV,
 } from './simd';
 
@@ -200,6 +200,18 @@ let gOutT: i32 = 0;
 let gTwoPhase: bool = false;
 let gKT: i32 = 0;
 let gVT: i32 = 0;
+// float16 K / V in the SIMD build are read as their bits moved into float32's fields, i.e.
+// the value times 2^−112 (see ld4: one multiply fewer per 4 elements, and a register
+// fewer, without which V8 spilled two accumulators of the score and P·V loops), and the
+// factor 2^112 goes onto the other operand instead: gQPre — the tile's Q rows (runTile),
+// when every |q · scale| < 2^15, so no product overflows; gVPre — the probabilities
+// before P·V (softmax weights ≤ 1, also after the quantize-dequantize of the two-phase
+// path: e4m3 saturates at 448 · qs, int8 rounds p / qs to at most 1 unless qs < 2, where
+// p' ≤ p + qs / 2 < 2). Both products are the same real number as value · weight, so the
+// results are bit for bit those of the exact widening. Without pre-scaling (huge queries,
+// normalization none) the rows go through the exact float32 copy (widenF16Rows).
+let gQPre = false;
+let gVPre = false;
 // scratch areas
 let sQ: usize = 0; // R_MAX × Dp floats: the tile's scaled query rows
 let sAcc: usize = 0; // R_MAX × Dvp floats
@@ -226,7 +238,18 @@ let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (se
 
 // ---- element loads, generic over the K / V element type ------------------------------
 // Marker types: f32 = float32, u16 = float16, i16 = bfloat16, u64 = float16 rows known to
-// hold no Inf / NaN (checked per block, see scores()): widened without the Inf / NaN patch.
+// hold no Inf / NaN (checked per block, see scores()), read as value · 2^−112 (f16ScaledV:
+// two instructions per 4 elements) against Q rows or weights that carry the 2^112.
+
+/**
+ * float16 bits (sign-extended to 32, no Inf / NaN) → the value times 2^−112 as float32: the
+ * shift and the and of f16BitsToF32V without its multiply by 2^112 (the caller put that
+ * factor on the other operand: gQPre / gVPre).
+ */
+// @ts-ignore: decorator
+@inline function f16ScaledV(h: v128): v128 {
+  return v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
+}
 
 /** Bytes of one element of marker type T. */
 // @ts-ignore: decorator
@@ -236,7 +259,7 @@ let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (se
 
 // @ts-ignore: decorator
 @inline function ld4<T>(p: usize): v128 {
-  if (sizeof<T>() == 8) return f16FiniteToF32V(v128.load16x4_s(p));
+  if (sizeof<T>() == 8) return f16ScaledV(v128.load16x4_s(p));
   if (sizeof<T>() == 4) return v128.load(p);
   else if (isSigned<T>()) return loadBF16x4(p);
   else return loadF16x4(p);
@@ -395,7 +418,7 @@ function gatherQ(r: i32, src: usize, t: i32, scale: f32): void {
 // (the 4 lanes of the K / V load 16 bytes of float32 or 8 bytes of 16-bit values further)
 // @ts-ignore: decorator
 @inline function ld4Next<T>(p: usize): v128 {
-  if (sizeof<T>() == 8) return f16FiniteToF32V(v128.load16x4_s(p, 8));
+  if (sizeof<T>() == 8) return f16ScaledV(v128.load16x4_s(p, 8));
   if (sizeof<T>() == 4) return v128.load(p, 16);
   else if (isSigned<T>()) return i32x4.shl(v128.load16x4_u(p, 8), 16);
   else return f16BitsToF32V(v128.load16x4_s(p, 8));
@@ -755,6 +778,30 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>jb << 4), pEnd = pBase + (<usize>gn << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
+      if (sizeof<VT>() == 8 && !SPREAD) {
+        // float16 (read as value · 2^−112, one more register for the mask): two heads at a
+        // time, so the four accumulators, two weights, two V vectors and the mask fit the
+        // registers (eight accumulators made V8 spill one, a store and reload on every key)
+        for (; d < D8; d += 8) {
+          const o = <usize>d << 2;
+          for (let hp = 0; hp < 2; hp++) {
+            const ca = hp == 0 ? c0 : c2, cb = ca + aRow;
+            const wo = <usize>hp << 3;
+            let x0 = v128.load(ca + o), y0 = v128.load(ca + o, 16);
+            let x1 = v128.load(cb + o), y1 = v128.load(cb + o, 16);
+            let vp = vBase + <usize>d * es;
+            for (let pp = pBase + wo; pp < pEnd; pp += 16) {
+              const va = ld4<VT>(vp), vb = ld4Next<VT>(vp);
+              const w0 = v128.load32_splat(pp), w1 = v128.load32_splat(pp, 4);
+              x0 = madd(w0, va, x0); y0 = madd(w0, vb, y0);
+              x1 = madd(w1, va, x1); y1 = madd(w1, vb, y1);
+              vp += vStride;
+            }
+            v128.store(ca + o, x0); v128.store(ca + o, y0, 16);
+            v128.store(cb + o, x1); v128.store(cb + o, y1, 16);
+          }
+        }
+      }
       for (; d < D8; d += 8) {
         const o = <usize>d << 2;
         let x0 = v128.load(c0 + o), y0 = v128.load(c0 + o, 16);
@@ -823,10 +870,18 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 // K / V element type dispatch (one instantiation of each microkernel per dtype)
 function scores(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize = 0, tV: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
   const tBytes = <usize>gDv * esize(gVT);
-  // float16 rows (SIMD): a block without Inf / NaN codes is widened in registers by three
-  // instructions (u64 marker); one with them goes through an exact float32 copy (f16Rows)
-  if (ASC_FEATURE_SIMD && gKT == 1 && !f16RowsFinite(kRow, kStride, nb, gD)) {
-    widenF16Rows(sCv, kRow, kStride, nb, gD);
+  // prefill tiles (more than one row group) read each K row once per group: 16-bit rows are
+  // widened to float32 once per block instead (exact) and the float32 kernel runs on the copy
+  if (ASC_FEATURE_SIMD && nR4 > 4 && gKT != 0) {
+    widen16Rows(sCv, kRow, kStride, nb, gD, gKT);
+    scoresBlock<f32, u16>(sCv, <usize>gD << 2, nb, nR4, sOff, 0, 0, 0, 0, 0);
+    return;
+  }
+  // float16 rows of a decode tile (SIMD): a block without Inf / NaN codes is read in
+  // registers as value · 2^−112 against the pre-scaled Q rows (u64 marker, see gQPre); one
+  // with them, or Q rows too large to pre-scale, go through an exact float32 copy
+  if (ASC_FEATURE_SIMD && gKT == 1 && (!gQPre || !f16RowsFinite(kRow, kStride, nb, gD))) {
+    widenF16Rows(sCv, kRow, kStride, nb, gD, gQPre ? F16_UNSCALE : 1);
     scoresBlock<f32, u16>(sCv, <usize>gD << 2, nb, nR4, sOff, 0, 0, 0, 0, 0);
     return;
   }
@@ -857,25 +912,51 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: 
     pvBlock<f32, u8>(vRow, vStride, nb, nR4, sOff);
     return;
   }
+  if (ASC_FEATURE_SIMD && nR4 > 4 && gVT != 0) {
+    // prefill tiles: as in scores()
+    widen16Rows(sCv, vRow, vStride, nb, gDv, gVT);
+    pvBlock<f32, u16>(sCv, <usize>gDv << 2, nb, nR4, sOff);
+    return;
+  }
   if (gVT == 0) pvBlock<f32, u16>(vRow, vStride, nb, nR4, sOff);
   else if (gVT == 1) {
     if (!ASC_FEATURE_SIMD) pvBlock<u16, u16>(vRow, vStride, nb, nR4, sOff);
-    else if (f16RowsFinite(vRow, vStride, nb, gDv)) pvBlock<u64, u16>(vRow, vStride, nb, nR4, sOff);
+    else if (gVPre && f16RowsFinite(vRow, vStride, nb, gDv)) pvBlock<u64, u16>(vRow, vStride, nb, nR4, sOff);
     else {
-      widenF16Rows(sCv, vRow, vStride, nb, gDv);
+      widenF16Rows(sCv, vRow, vStride, nb, gDv, gVPre ? F16_UNSCALE : 1);
       pvBlock<f32, u16>(sCv, <usize>gDv << 2, nb, nR4, sOff);
     }
   } else pvBlock<i16, u16>(vRow, vStride, nb, nR4, sOff);
 }
 
-/** n float16 rows (stride bytes apart) → float32 rows of D at dst (exact, Inf / NaN kept). */
-function widenF16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32): void {
+/**
+ * n float16 rows (stride bytes apart) → float32 rows of D at dst, times c (1, or 2^−112 when
+ * the other operand carries 2^112: exact either way, float16's smallest 2^−24 becoming
+ * float32's subnormal 2^−136; Inf / NaN kept).
+ */
+function widenF16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32, c: f32): void {
+  const D4 = D & ~3;
+  const vc = f32x4.splat(c);
+  for (let j = 0; j < n; j++) {
+    const s = src + <usize>j * stride, o = dst + <usize>j * (<usize>D << 2);
+    let d = 0;
+    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), f32x4.mul(loadF16x4(s + (<usize>d << 1)), vc));
+    for (; d < D; d++) store<f32>(o + (<usize>d << 2), f16ToF32Scalar(<u32>load<u16>(s + (<usize>d << 1))) * c);
+  }
+}
+
+/** n float16 (t = 1) or bfloat16 (t = 2) rows (stride bytes apart) → exact float32 rows of D at dst. */
+function widen16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32, t: i32): void {
+  if (t == 1) {
+    widenF16Rows(dst, src, stride, n, D, 1);
+    return;
+  }
   const D4 = D & ~3;
   for (let j = 0; j < n; j++) {
     const s = src + <usize>j * stride, o = dst + <usize>j * (<usize>D << 2);
     let d = 0;
-    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), loadF16x4(s + (<usize>d << 1)));
-    for (; d < D; d++) store<f32>(o + (<usize>d << 2), f16ToF32Scalar(<u32>load<u16>(s + (<usize>d << 1))));
+    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), loadBF16x4(s + (<usize>d << 1)));
+    for (; d < D; d++) store<f32>(o + (<usize>d << 2), bf16ToF32Scalar(<u32>load<u16>(s + (<usize>d << 1))));
   }
 }
 
@@ -957,6 +1038,25 @@ function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j
   return min(KB, gNextEnd - a2);
 }
 
+// @ts-ignore: decorator
+@inline const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
+// @ts-ignore: decorator
+@inline const F16_UNSCALE: f32 = reinterpret<f32>(0x07800000); // 2^−112
+
+/**
+ * The tile's Q rows (nR4 rows of Dp floats, scaled) times 2^112 for float16 K read as
+ * value · 2^−112 (see gQPre), when every |q| < 2^15 (NaN fails the test); returns whether it did.
+ */
+function prescaleQ(nR4: i32): bool {
+  const n = <usize>nR4 * <usize>gDp;
+  let mx = f32x4.splat(0);
+  for (let i: usize = 0; i < n; i += 4) mx = f32x4.max(mx, f32x4.abs(v128.load(sQ + (i << 2))));
+  if (!i32x4.all_true(f32x4.lt(mx, f32x4.splat(32768)))) return false;
+  const c = f32x4.splat(F16_SCALE);
+  for (let i: usize = 0; i < n; i += 4) v128.store(sQ + (i << 2), f32x4.mul(v128.load(sQ + (i << 2)), c));
+  return true;
+}
+
 /** Every row group takes all nb keys of the block (the two-phase path). */
 function fillGLim(nR4: i32, nb: i32): void {
   for (let g = 0; g < nR4; g += 4) store<i32>(sGLim + <usize>g, nb);
@@ -970,6 +1070,9 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
   const nR4 = roundUp(nRows, 4);
   const gS = <usize>gSB << 4;
   memory.fill(sAcc, 0, <usize>nR4 * <usize>gDvp * 4);
+  // float16 K / V read in registers (decode tiles; prefill tiles widen, see scores())
+  gQPre = ASC_FEATURE_SIMD && gKT == 1 && nR4 == 4 && prescaleQ(nR4);
+  gVPre = ASC_FEATURE_SIMD && gVT == 1 && gNorm == 0 && nR4 == 4;
   for (let r = 0; r < nR4; r++) {
     store<f32>(sM + (<usize>r << 2), NEG_INF);
     store<f32>(sL + (<usize>r << 2), 0);
@@ -1007,6 +1110,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         postGroup(g, blk, j0, nb, n);
         if (gNorm == 1) unhideRow(g, blk, n << 2);
         else softmaxStep(g, blk, n);
+        if (gVPre) scaleRow(blk, n << 2, F16_SCALE);
       }
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0, inPV);
     }
@@ -1038,6 +1142,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         }
       }
       if (gQuant != 0) quantizeRow(blk, endPad << 2);
+      if (gVPre) scaleRow(blk, endPad << 2, F16_SCALE);
     }
     // phase 2: P·V. Phase 1 brought the V rows into the last-level cache; a decode tile's
     // loads of them still waited there (a cpu-clock profile of TRT_QuantizedAttention

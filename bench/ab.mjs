@@ -2,6 +2,7 @@
 //
 //   case: decode-f32 | decode-f16 | decode-bf16   TRT_Attention decode, 32q/8kv D=128 L=4096
 //         qattention-fp8 | qattention-int8         TRT_QuantizedAttention, same shape
+//         prefill-f32 | prefill-f16 | prefill-bf16 ONNX Attention, causal (1,8,512,64)
 //         kvcache-<dtype>                          KVCache append + attend, one layer, same shape
 //         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
 //
@@ -18,7 +19,7 @@ import { stats } from './harness.mjs';
 
 const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 if (!fa || !fb) {
-  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|kvcache-<dtype>|mha-<dtype>] [rounds]');
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|mha-<dtype>] [rounds]');
   process.exit(2);
 }
 const rounds = Number(roundsArg);
@@ -42,6 +43,13 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   const op = which.startsWith('qattention-') ? 'TRT_QuantizedAttention' : 'TRT_Attention';
   const attrs = which === 'qattention-fp8' ? { normalization_quantize_to_type: 'float8e4m3fn' } : which === 'qattention-int8' ? { normalization_quantize_to_type: 'int8' } : {};
   step = () => ek.run(op, [q, K, V], attrs, { outputs: [out] });
+} else if (which.startsWith('prefill-')) {
+  const dt = { 'prefill-f16': 'float16', 'prefill-bf16': 'bfloat16' }[which] ?? 'float32';
+  const shape = [1, 8, 512, 64], n = 8 * 512 * 64;
+  const [Q, K, V] = [0, 1, 2].map(() => ek.tensor(dt, shape, Float32Array.from({ length: n }, rnd)));
+  const Y = ek.tensor(dt, shape);
+  step = () => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] });
+  outT = Y;
 } else if (which.startsWith('kvcache-')) {
   const dtype = which.slice('kvcache-'.length);
   const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { conformanceCases, expectConformant, f16ToF32, init, rng, type Kernels, type Tensor } from './helpers';
+import { bf16ToF32, conformanceCases, expectConformant, f16ToF32, init, rng, type Kernels, type Tensor } from './helpers';
 import { type Plain, type RefOut, decode, refOnnx, refTrt } from './ref/attention';
 
 let ek: Kernels;
@@ -621,6 +621,70 @@ describe('float16 K/V are widened exactly', () => {
         expect(finiteOut).toBe(H * D - 3); // only the three columns of the Inf / NaN V codes are not finite
       } finally {
         for (const t of [Q, K16, V16, K32, V32, Y16, Y32]) t.dispose();
+      }
+    });
+  }
+
+  // The flash kernel reads float16 K / V of a decode tile (one group of 4 rows) as
+  // value · 2^−112 and puts the 2^112 on the Q rows (when every |q · scale| < 2^15) and on
+  // the softmax weights (with a softmax); prefill tiles (several row groups) widen 16-bit
+  // blocks to float32 once. Every path performs the float32 kernel's operations on the same
+  // real numbers, so float16 / bfloat16 K and V must give, bit for bit, what the same values
+  // as float32 K and V give: random patterns over the whole finite range (subnormals, ±0
+  // included) against each path and its fallbacks (Q too large to pre-scale, a NaN query,
+  // no softmax, quantized probabilities), head sizes with tails, lengths across blocks.
+  for (const dt of ['float16', 'bfloat16'] as const) {
+    it(`${dt} K/V give the float32 kernel's bits: decode and prefill tiles and their fallbacks`, () => {
+      const toF32 = dt === 'float16' ? f16ToF32 : bf16ToF32;
+      const rnd = rng(dt === 'float16' ? 97 : 98);
+      // finite patterns of every exponent (bfloat16: exponents 100–140, so products stay finite)
+      const pattern = (): number => {
+        for (;;) {
+          const h = Math.floor(rnd() * 65536);
+          if (dt === 'float16' ? (h & 0x7c00) !== 0x7c00 : Math.abs(((h >> 7) & 0xff) - 120) <= 20) return h;
+        }
+      };
+      type Case = { label: string; G: number; S: number; D: number; L: number; qMag: number; attrs: Record<string, unknown>; op: string; nanQ?: boolean; infK?: boolean };
+      const cases: Case[] = [];
+      for (const D of [128, 37, 8]) {
+        cases.push({ label: `decode D ${D}`, G: 4, S: 1, D, L: 300, qMag: 0.1, attrs: {}, op: 'TRT_Attention' });
+        cases.push({ label: `decode D ${D}, |q| ≥ 2^16`, G: 4, S: 1, D, L: 150, qMag: 1e5, attrs: {}, op: 'TRT_Attention' });
+        cases.push({ label: `decode D ${D}, no softmax`, G: 2, S: 1, D, L: 150, qMag: 0.1, attrs: { TRT_normalization_op: 'none' }, op: 'TRT_Attention' });
+        cases.push({ label: `decode D ${D}, fp8 probabilities`, G: 4, S: 1, D, L: 200, qMag: 0.1, attrs: { normalization_quantize_to_type: 'float8e4m3fn' }, op: 'TRT_QuantizedAttention' });
+        cases.push({ label: `prefill D ${D}`, G: 4, S: 40, D, L: 130, qMag: 0.1, attrs: { causal_kind: 'lower_right' }, op: 'TRT_Attention' });
+      }
+      cases.push({ label: 'decode, a NaN query element', G: 4, S: 1, D: 64, L: 100, qMag: 0.1, attrs: {}, op: 'TRT_Attention', nanQ: true });
+      // a −Inf K element (positive queries: that key's score is −∞, weight 0) sends its block
+      // through the exact copy, which must then carry the 2^−112 of the pre-scaled Q rows
+      cases.push({ label: 'decode, a −Inf key element', G: 4, S: 1, D: 64, L: 200, qMag: 0.1, attrs: {}, op: 'TRT_Attention', infK: true });
+      const made: Tensor[] = [];
+      try {
+        for (const c of cases) {
+          const { G, S, D, L } = c;
+          const kPats = Array.from({ length: L * D }, pattern), vPats = Array.from({ length: L * D }, pattern);
+          const q = Array.from({ length: G * S * D }, () => (c.infK ? 0.01 + rnd() : rnd() * 2 - 1) * c.qMag);
+          if (c.nanQ) q[5] = NaN;
+          if (c.infK) kPats[70 * D + 3] = dt === 'float16' ? 0xfc00 : 0xff80;
+          const t = (type: string, shape: number[], data: number[]) => { const x = ek.tensor(type, shape, data); made.push(x); return x; };
+          const Q = t('float32', [1, G, S, D], q);
+          const K16 = t(dt, [1, 1, L, D], kPats), V16 = t(dt, [1, 1, L, D], vPats);
+          const K32 = t('float32', [1, 1, L, D], kPats.map(toF32)), V32 = t('float32', [1, 1, L, D], vPats.map(toF32));
+          const [a] = ek.run(c.op, [Q, K16, V16], c.attrs) as Tensor[];
+          const [b] = ek.run(c.op, [Q, K32, V32], c.attrs) as Tensor[];
+          made.push(a, b);
+          const ya = a.data as Float32Array, yb = b.data as Float32Array;
+          let bad = 0, first = '', finite = 0;
+          for (let i = 0; i < yb.length; i++) {
+            if (Number.isFinite(yb[i])) finite++;
+            if (Object.is(ya[i], yb[i]) || (Number.isNaN(ya[i]) && Number.isNaN(yb[i]))) continue;
+            if (bad++ === 0) first = `output ${i}: ${ya[i]} vs ${yb[i]}`;
+          }
+          expect(bad, `${dt} ${c.label}: ${first}`).toBe(0);
+          // the comparison means something: outputs are finite (all but the NaN query's head)
+          expect(finite, `${dt} ${c.label}`).toBe(c.nanQ ? yb.length - S * D : yb.length);
+        }
+      } finally {
+        for (const x of made) x.dispose();
       }
     });
   }

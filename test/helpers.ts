@@ -15,6 +15,10 @@ export const { KernelError, DTYPES, DTYPE_NAMES } = pkg;
  */
 export const DEBUG = process.env.EK_DEBUG === '1';
 export function init(opts: Parameters<typeof pkg.init>[0] = {}): ReturnType<typeof pkg.init> {
+  // EK_SIMD_WASM=file.wasm: that module instead of the simd build (checking that a test
+  // fails on a deliberately broken kernel build; it must keep the simd build's static data)
+  const alt = process.env.EK_SIMD_WASM;
+  if (alt && (opts.build === undefined || opts.build === 'simd') && opts.wasm === undefined) opts = { ...opts, wasm: readFileSync(alt) };
   return pkg.init(DEBUG ? { debug: true, ...opts } : opts);
 }
 export type Kernels = pkg.Kernels;
