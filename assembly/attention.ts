@@ -1254,6 +1254,7 @@ export function attention(params: usize): void {
   gKT = (dt >> 4) & 15;
   gVT = (dt >> 8) & 15;
   const qes = esize(qt), oes = esize(ot), kes = esize(gKT), ves = esize(gVT);
+  const kT0 = gKT, vT0 = gVT; // (a sequence-wide widening sets them to float32 for its tiles)
   const kStride = <usize>kTS * kes, vStride = <usize>vTS * ves;
   for (let b = 0; b < B; b++) {
     const rec = seqs + <usize>b * SEQ_SLOTS * 4;
@@ -1266,21 +1267,36 @@ export function attention(params: usize): void {
     // instead of once per tile and block by scoresMaybeGathered / pvMaybeGathered (the
     // ragged bench's packed batch 0.94× the time, same process). Up to SEQ_GATHER_BYTES
     // of rows, when the host reserved them (slot P_SEQGATHER); longer sequences keep the
-    // per-block gathers.
+    // per-block gathers. 16-bit K / V rows (SIMD) are widened to float32 there, once per
+    // sequence and head, instead of once per block and tile (see scores(); prefill
+    // (1,8,512,64) float16 0.88×, bfloat16 0.95× the time, bench/ab.mjs).
     let need = kvLen;
     if (diag != NO_DIAG) need = min(need, max(0, qLen - 1 + diag + 1));
     if (mask != 0) need = min(need, mLen);
     const kRB = <usize>gD * kes, vRB = <usize>gDv * ves;
-    const seqGather = pairs > R_MAX && gQk == 0 && need <= sgRows && (kStride >= kRB * 2 || vStride >= vRB * 2);
+    const wideK = ASC_FEATURE_SIMD && kT0 != 0, wideV = ASC_FEATURE_SIMD && vT0 != 0;
+    const seqGather = pairs > R_MAX && gQk == 0 && need <= sgRows && (wideK || wideV || kStride >= kRB * 2 || vStride >= vRB * 2);
     for (let kh = 0; kh < Hkv; kh++) {
       let kRow = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
       let vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
       let kS = kStride, vS = vStride;
       if (seqGather) {
-        gatherRows(sSeqK, kRow, kStride, kRB, need);
-        gatherRows(sSeqV, vRow, vStride, vRB, need);
-        kRow = sSeqK; kS = kRB;
-        vRow = sSeqV; vS = vRB;
+        if (wideK) {
+          widen16Rows(sSeqK, kRow, kStride, need, gD, kT0);
+          kS = <usize>gD << 2; gKT = 0;
+        } else {
+          gatherRows(sSeqK, kRow, kStride, kRB, need);
+          kS = kRB;
+        }
+        if (wideV) {
+          widen16Rows(sSeqV, vRow, vStride, need, gDv, vT0);
+          vS = <usize>gDv << 2; gVT = 0;
+        } else {
+          gatherRows(sSeqV, vRow, vStride, vRB, need);
+          vS = vRB;
+        }
+        kRow = sSeqK;
+        vRow = sSeqV;
       }
       for (let p0 = 0; p0 < pairs; p0 += R_MAX) {
         const nRows = min(R_MAX, pairs - p0);
@@ -1319,6 +1335,7 @@ export function attention(params: usize): void {
         }
         runTile(kRow, kS, vRow, vS, nRows, tileEnd);
       }
+      gKT = kT0; gVT = vT0;
     }
   }
 }

@@ -168,6 +168,18 @@ export default async function (h) {
       { impl: 'edgekernels', fn: () => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] }), flops },
       ...peers,
     ]);
+    // the same prefill with float16 / bfloat16 Q, K, V and Y (K and V widened to float32 once
+    // per sequence and head), against float32
+    for (const dt of ['float16', 'bfloat16']) {
+      const to = dt === 'float16' ? 10 : 16; // ONNX TensorProto codes
+      const [Q16, K16, V16] = [Q, K, V].map((t) => ek.run('Cast', [t], { to })[0]);
+      const Y16 = ek.tensor(dt, [1, H, S, D]);
+      await measure('Attention', `causal prefill (1,${H},${S},${D}) ${dt}`, [
+        { impl: 'edgekernels', fn: () => ek.run('Attention', [Q16, K16, V16], { is_causal: 1 }, { outputs: [Y16] }), flops },
+        { impl: 'edgekernels float32', fn: () => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] }), flops },
+      ]);
+      for (const t of [Q16, K16, V16, Y16]) t.dispose();
+    }
     for (const t of [Q, K, V, Y]) t.dispose();
   }
 

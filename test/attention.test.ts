@@ -653,6 +653,8 @@ describe('float16 K/V are widened exactly', () => {
         cases.push({ label: `decode D ${D}, fp8 probabilities`, G: 4, S: 1, D, L: 200, qMag: 0.1, attrs: { normalization_quantize_to_type: 'float8e4m3fn' }, op: 'TRT_QuantizedAttention' });
         cases.push({ label: `prefill D ${D}`, G: 4, S: 40, D, L: 130, qMag: 0.1, attrs: { causal_kind: 'lower_right' }, op: 'TRT_Attention' });
       }
+      // more rows than the sequence-wide widening has room for (1 MiB): widened block by block
+      cases.push({ label: 'prefill D 128, 1100 keys', G: 4, S: 40, D: 128, L: 1100, qMag: 0.1, attrs: { causal_kind: 'lower_right' }, op: 'TRT_Attention' });
       cases.push({ label: 'decode, a NaN query element', G: 4, S: 1, D: 64, L: 100, qMag: 0.1, attrs: {}, op: 'TRT_Attention', nanQ: true });
       // a −Inf K element (positive queries: that key's score is −∞, weight 0) sends its block
       // through the exact copy, which must then carry the 2^−112 of the pre-scaled Q rows

@@ -124,13 +124,21 @@ function runRowDecode(ctx: OpContext, p: AttentionPlan, scratch: number): boolea
   return true;
 }
 
+/** Rows of one kernel tile (R_MAX in assembly/attention.ts): (query row, head) pairs of a KV head. */
+const TILE_ROWS = 32;
+
 /**
- * K or V rows far apart (packed [T,H,D] with H > 1): the kernel then gets scratch to copy
- * one sequence's rows of a head next to each other (parameter slot 36; the scratch size
- * and the slot come from this one test, so they always agree).
+ * K or V rows far apart (packed [T,H,D] with H > 1), or 16-bit K / V read by more than one
+ * tile of a sequence and KV head (prefill): the kernel then gets scratch to copy one
+ * sequence's rows of a head next to each other, widened to float32 when 16-bit (parameter
+ * slot 36; the scratch size and the slot come from this one test, so they always agree).
  */
-function seqGather(p: { D: number; Dv: number; kTS: number; vTS: number }): boolean {
-  return p.kTS >= 2 * p.D || p.vTS >= 2 * p.Dv;
+function seqGather(p: { D: number; Dv: number; kTS: number; vTS: number; kDtype: string; vDtype: string; Hq: number; Hkv: number; seqs: readonly AttentionSeq[] }): boolean {
+  if (p.kTS >= 2 * p.D || p.vTS >= 2 * p.Dv) return true;
+  const half = (d: string) => d === 'float16' || d === 'bfloat16';
+  if (!half(p.kDtype) && !half(p.vDtype)) return false;
+  const G = p.Hkv > 0 ? p.Hq / p.Hkv : 1;
+  return p.seqs.some((s) => s.qLen * G > TILE_ROWS);
 }
 
 function seqsMaxCols(seqs: readonly AttentionSeq[], qkCols: number): number {
