@@ -4,6 +4,7 @@
 //         qattention-fp8 | qattention-int8         TRT_QuantizedAttention, same shape
 //         prefill-f32 | prefill-f16 | prefill-bf16 ONNX Attention, causal (1,8,512,64)
 //         kvcache-<dtype>                          KVCache append + attend, one layer, same shape
+//         kvbuiltin-<dtype>                        the same with attend's builtin kernel (impl: 'builtin')
 //         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
 //
 // Why: two builds instantiated side by side in one process (each with its own memory) differ
@@ -19,7 +20,7 @@ import { stats } from './harness.mjs';
 
 const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 if (!fa || !fb) {
-  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|mha-<dtype>] [rounds]');
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>] [rounds]');
   process.exit(2);
 }
 const rounds = Number(roundsArg);
@@ -52,15 +53,15 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   const Y = ek.tensor(dt, shape);
   step = () => ek.run('Attention', [Q, K, V], { is_causal: 1 }, { outputs: [Y] });
   outT = Y;
-} else if (which.startsWith('kvcache-')) {
-  const dtype = which.slice('kvcache-'.length);
+} else if (which.startsWith('kvcache-') || which.startsWith('kvbuiltin-')) {
+  const dtype = which.slice(which.indexOf('-') + 1), impl = which.startsWith('kvbuiltin-') ? 'builtin' : undefined;
   const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
   const kb = ek.tensor('float32', [1, Hkv, 64, D]), vb = ek.tensor('float32', [1, Hkv, 64, D]);
   for (let p = 0; p < L - 64; p += 64) { cache.append(0, fill(kb), fill(vb)); cache.advance(); }
   const k = fill(ek.tensor('float32', [1, Hkv, 1, D])), v = fill(ek.tensor('float32', [1, Hkv, 1, D]));
   const n = cache.lengths[0];
   const mask = { dtype: 'int32', shape: [1, L], data: Int32Array.from({ length: L }, (_, i) => (i < n ? 1 : 0)) };
-  step = () => { cache.append(0, k, v); cache.attend(0, q, { out }); cache.reset(); cache.setLengthsFromMask(mask); };
+  step = () => { cache.append(0, k, v); cache.attend(0, q, { out, impl }); cache.reset(); cache.setLengthsFromMask(mask); };
 } else if (which.startsWith('mha-')) {
   // a stories15M-shaped step's attention: 6 layers × 6 heads, D = 48, 255 cached keys + 1,
   // one query row per head (the builtin kernel), with 64 MiB copied between calls (untimed)
