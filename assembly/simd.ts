@@ -119,6 +119,8 @@
 
 // @ts-ignore: decorator
 @inline export function tanhScalar(x: f32): f32 {
+  // NaN stays NaN (below, the clamp to 9 would make it 1, as tanhV's pmin does not)
+  if (x != x) return x;
   const ax = x < 0 ? -x : x;
   if (ax < 0.625) {
     const z = x * x;

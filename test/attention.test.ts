@@ -551,6 +551,27 @@ describe('keys hidden by a mask cannot reach a row through a NaN or Inf they hol
   }
 });
 
+describe('softcap of a NaN score is NaN', () => {
+  // the scalar build's tanh clamped its argument to 9 before the exponential, which turned a
+  // NaN into 1 (capped score = softcap, a finite output); the SIMD build's pmin keeps it
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`a NaN in a visible key's K row makes its rows NaN with softcap, in the qk output too (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const Q = e.tensor('float32', [1, 1, 1, 4], [1, 0.5, -0.25, 0.75]);
+      const K = e.tensor('float32', [1, 1, 2, 4], [0.1, 0.2, 0.3, 0.4, NaN, 0, 0, 0]);
+      const V = e.tensor('float32', [1, 1, 2, 4], [1, 2, 3, 4, 5, 6, 7, 8]);
+      const outs = e.run('Attention', [Q, K, V], { softcap: 5, qk_matmul_output_mode: 1 }, { outputs: [true, null, null, true] }) as (Tensor | null)[];
+      try {
+        expect(Array.from(outs[0]!.data as Float32Array).every(Number.isNaN), `Y ${Array.from(outs[0]!.data as Float32Array)}`).toBe(true);
+        const qk = Array.from(outs[3]!.data as Float32Array);
+        expect(Number.isNaN(qk[1]) && Number.isFinite(qk[0]), `qk ${qk}`).toBe(true);
+      } finally {
+        for (const t of [Q, K, V, ...outs]) t?.dispose();
+      }
+    });
+  }
+});
+
 describe('softcap keeps the relative accuracy of small scores', () => {
   // softcap · tanh(s / softcap) ≈ s for |s| ≪ softcap: computed as 1 − 2/(e^2x + 1), tanh
   // lost ~3 digits to cancellation (qk output 0.00100136 for a score of 0.001 at softcap 30).
