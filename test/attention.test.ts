@@ -665,7 +665,7 @@ describe('float16 K/V are widened exactly', () => {
           if (dt === 'float16' ? (h & 0x7c00) !== 0x7c00 : Math.abs(((h >> 7) & 0xff) - 120) <= 20) return h;
         }
       };
-      type Case = { label: string; G: number; S: number; D: number; L: number; qMag: number; attrs: Record<string, unknown>; op: string; nanQ?: boolean; infK?: boolean };
+      type Case = { label: string; G: number; S: number; D: number; L: number; qMag: number; attrs: Record<string, unknown>; op: string; nanQ?: boolean; infK?: boolean; infV?: number };
       const cases: Case[] = [];
       for (const D of [128, 37, 8]) {
         cases.push({ label: `decode D ${D}`, G: 4, S: 1, D, L: 300, qMag: 0.1, attrs: {}, op: 'TRT_Attention' });
@@ -680,6 +680,11 @@ describe('float16 K/V are widened exactly', () => {
       // a −Inf K element (positive queries: that key's score is −∞, weight 0) sends its block
       // through the exact copy, which must then carry the 2^−112 of the pre-scaled Q rows
       cases.push({ label: 'decode, a −Inf key element', G: 4, S: 1, D: 64, L: 200, qMag: 0.1, attrs: {}, op: 'TRT_Attention', infK: true });
+      // a +Inf V code in the last value of a block whose values do not fill the Inf / NaN
+      // check's last 32-byte step (rows 128–149 of D = 37: 814 values, the last 14 checked one
+      // by one): that output column is not finite in any head (+Inf, or NaN where the key's
+      // weight underflowed to 0), and finite if the code were missed
+      cases.push({ label: 'decode, a +Inf in the last value of the last V row', G: 4, S: 1, D: 37, L: 150, qMag: 0.1, attrs: {}, op: 'TRT_Attention', infV: 150 * 37 - 1 });
       const made: Tensor[] = [];
       try {
         for (const c of cases) {
@@ -688,6 +693,7 @@ describe('float16 K/V are widened exactly', () => {
           const q = Array.from({ length: G * S * D }, () => (c.infK ? 0.01 + rnd() : rnd() * 2 - 1) * c.qMag);
           if (c.nanQ) q[5] = NaN;
           if (c.infK) kPats[70 * D + 3] = dt === 'float16' ? 0xfc00 : 0xff80;
+          if (c.infV !== undefined) vPats[c.infV] = dt === 'float16' ? 0x7c00 : 0x7f80;
           const t = (type: string, shape: number[], data: number[]) => { const x = ek.tensor(type, shape, data); made.push(x); return x; };
           const Q = t('float32', [1, G, S, D], q);
           const K16 = t(dt, [1, 1, L, D], kPats), V16 = t(dt, [1, 1, L, D], vPats);
@@ -704,7 +710,7 @@ describe('float16 K/V are widened exactly', () => {
           }
           expect(bad, `${dt} ${c.label}: ${first}`).toBe(0);
           // the comparison means something: outputs are finite (all but the NaN query's head)
-          expect(finite, `${dt} ${c.label}`).toBe(c.nanQ ? yb.length - S * D : yb.length);
+          expect(finite, `${dt} ${c.label}`).toBe(c.nanQ ? yb.length - S * D : c.infV !== undefined ? yb.length - G * S : yb.length);
         }
       } finally {
         for (const x of made) x.dispose();
