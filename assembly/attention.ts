@@ -968,6 +968,21 @@ function widen16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32, t: i
   for (let j = 0; j < n; j++) memory.copy(dst + <usize>j * rowBytes, src + <usize>j * stride, rowBytes);
 }
 
+/**
+ * A sequence's n rows of one head (stride bytes apart, D elements of dtype t) copied next to
+ * each other at dst, widened to float32 when `wide` (16-bit rows, SIMD); returns the copy's
+ * row stride in bytes.
+ */
+function seqRows(dst: usize, src: usize, stride: usize, n: i32, D: i32, t: i32, wide: bool): usize {
+  if (ASC_FEATURE_SIMD && wide) {
+    widen16Rows(dst, src, stride, n, D, t);
+    return <usize>D << 2;
+  }
+  const rowBytes = <usize>D * esize(t);
+  gatherRows(dst, src, stride, rowBytes, n);
+  return rowBytes;
+}
+
 function scoresMaybeGathered(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOff: usize, tK: usize = 0, tV: usize = 0, tStride: usize = 0, tN: i32 = 0): void {
   const rowBytes = <usize>gD * esize(gKT);
   if (nR4 > 4 && kStride >= rowBytes * 2) {
@@ -1281,20 +1296,10 @@ export function attention(params: usize): void {
       let vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
       let kS = kStride, vS = vStride;
       if (seqGather) {
-        if (wideK) {
-          widen16Rows(sSeqK, kRow, kStride, need, gD, kT0);
-          kS = <usize>gD << 2; gKT = 0;
-        } else {
-          gatherRows(sSeqK, kRow, kStride, kRB, need);
-          kS = kRB;
-        }
-        if (wideV) {
-          widen16Rows(sSeqV, vRow, vStride, need, gDv, vT0);
-          vS = <usize>gDv << 2; gVT = 0;
-        } else {
-          gatherRows(sSeqV, vRow, vStride, vRB, need);
-          vS = vRB;
-        }
+        kS = seqRows(sSeqK, kRow, kStride, need, gD, kT0, wideK);
+        vS = seqRows(sSeqV, vRow, vStride, need, gDv, vT0, wideV);
+        if (wideK) gKT = 0;
+        if (wideV) gVT = 0;
         kRow = sSeqK;
         vRow = sSeqV;
       }
