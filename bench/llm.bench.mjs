@@ -149,6 +149,25 @@ export default async function (h) {
         runners.push({ impl: label, fn: step, bytes, note: `${dtype} cache, attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
       }
     }
+    // A sliding-window cache of L rows that has wrapped (positions 0..L+62 appended, each
+    // step's one query sees all L ring rows): 'auto' runs TRT_Attention over the rows in ring
+    // order; the builtin kernel walks them in position order (two runs), for comparison.
+    const wmask = { dtype: 'int32', shape: [1, 2 * L], data: new Int32Array(2 * L) };
+    wmask.data.fill(1, 0, L + 63);
+    for (const dtype of ['float32', 'float16']) {
+      const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: L, capacity: 2 * L, dtype, queryHeads: Hq });
+      owned.push(cache);
+      cache.setLengthsFromMask(wmask);
+      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : 2);
+      for (const impl of ['auto', 'builtin']) {
+        const step = () => {
+          cache.append(0, k, v);
+          cache.attend(0, q, { out, impl });
+          cache.reset(); cache.setLengthsFromMask(wmask);
+        };
+        runners.push({ impl: `edgekernels ${dtype} cache, window ${L} wrapped${impl === 'builtin' ? ', builtin attend' : ''}`, fn: step, bytes, note: `${dtype} sliding-window cache (window ${L}, position ${L + 63}), attend impl ${impl === 'auto' ? 'auto (TRT_Attention over the ring rows)' : impl}` });
+      }
+    }
     const bytes = 2 * Hkv * L * D * 4;
     // The peers' operator on our side: ONNX Attention with past_key/past_value through ek.run,
     // same shapes, mask and values as the peers' feeds, present_key/present_value preallocated.

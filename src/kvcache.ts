@@ -68,9 +68,12 @@ export interface AttendOptions {
    * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
    * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
    * which TRT_Attention would hand to this same decode kernel anyway (its flash kernel works
-   * on four query rows per KV head). A windowed sequence longer than the window always uses
-   * builtin (its rows are circular and each query has a lower bound, which TRT_Attention's
-   * padded form cannot express).
+   * on four query rows per KV head). A windowed sequence longer than the window uses builtin
+   * (its rows are circular and each query has a lower bound, which TRT_Attention's padded
+   * form cannot express) unless the step has at most one query per sequence and the ring is
+   * exactly the window (maxAppend 1): that query then sees every ring row, and softmax does
+   * not depend on the order of its keys, so TRT_Attention runs over all the rows in ring
+   * order (the sums' order differs from position order: results agree to rounding).
    */
   impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }
@@ -404,10 +407,13 @@ export class KVCache {
     for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
     const oneRowPerHead = Hq === Hkv && qLen.every((n) => n <= 1);
     const trt = impl === 'TRT_Attention' || ((impl ?? 'auto') === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
-    if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n) => n <= this.window))) {
+    // A wrapped window ring of exactly `window` rows with one query: that query sees all of
+    // them (positions kvLen − window … kvLen − 1), so every row is a key (in ring order).
+    const ringWhole = (b: number): boolean => this.rows === this.window && kvLens[b] > this.window && qLen[b] <= 1;
+    if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n, b) => n <= this.window || ringWhole(b)))) {
       const out = given ?? this.ek.tensor('float32', q.shape);
       try {
-        this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
+        this.attendTrt(L, q, out, scale, causal, packed, qLen, this.window === 0 ? kvLens : kvLens.map((n) => Math.min(n, this.rows)));
       } catch (e) {
         if (given === undefined) out.dispose(); // an output allocated here never leaks (OUT_OF_MEMORY in the operator)
         throw e;
