@@ -621,6 +621,79 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
   });
 });
 
+describe('wrapped sliding window, one query per sequence: TRT_Attention over the ring rows', () => {
+  // A ring of exactly `window` rows (maxAppend 1) that has wrapped: one query sees every row,
+  // so 'auto' runs the flash kernel (ek.run TRT_Attention) over the rows in ring order once
+  // the step is big enough; the builtin kernel walks them in position order. Same values to
+  // rounding; a batch mixes a wrapped sequence, one not yet full and one without a query.
+  for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
+    it(`${dtype}: auto takes TRT_Attention and agrees with the builtin kernel, causal and not`, () => {
+      const B = 3, Hkv = 2, G = 4, Hq = Hkv * G, D = 64, W = 2048, rnd = lcg(77);
+      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, window: W, dtype, queryHeads: Hq });
+      const calls: string[] = [];
+      const run = ek.run.bind(ek);
+      (ek as { run: typeof ek.run }).run = ((op: string, ...rest: unknown[]) => { calls.push(op); return (run as (...a: unknown[]) => unknown)(op, ...rest); }) as typeof ek.run;
+      try {
+        // sequence 0 wraps (W + 700 positions), 1 stays short (300), 2 wraps, gets no query
+        const fill = [W + 700, 300, W + 5];
+        for (let done = 0; done < Math.max(...fill); done += 1000) {
+          const counts = fill.map((n) => Math.max(0, Math.min(1000, n - done)));
+          const S = Math.max(...counts);
+          const k = randomPadded(B, Hkv, S, D, rnd), v = randomPadded(B, Hkv, S, D, rnd);
+          c.append(0, k.t, v.t, { lengths: counts });
+          c.advance();
+          k.t.dispose(); v.t.dispose();
+        }
+        expect([...c.lengths]).toEqual(fill);
+        for (const causal of [true, false]) {
+          const k = randomPadded(B, Hkv, 1, D, rnd), v = randomPadded(B, Hkv, 1, D, rnd), q = randomPadded(B, Hq, 1, D, rnd);
+          c.append(0, k.t, v.t, { lengths: [1, 1, 0] });
+          calls.length = 0;
+          const got = c.attend(0, q.t, { causal, scale: 0.3 });
+          expect(calls, 'auto ran the operator').toEqual(['TRT_Attention']);
+          const want = c.attend(0, q.t, { causal, scale: 0.3, impl: 'builtin' });
+          close(got.data as Float32Array, want.data as Float32Array, `causal ${causal}`, 2e-6);
+          // sequence 2 appended nothing: its rows are zeros
+          expect(Array.from((got.data as Float32Array).subarray(2 * Hq * D))).toEqual(new Array(Hq * D).fill(0));
+          got.dispose(); want.dispose(); k.t.dispose(); v.t.dispose(); q.t.dispose();
+          c.advance();
+        }
+      } finally {
+        (ek as { run: typeof ek.run }).run = run;
+        c.dispose();
+      }
+    });
+  }
+  it('a ring longer than the window (maxAppend 3) keeps the builtin kernel: the oldest rows are not visible', () => {
+    const Hkv = 2, Hq = 8, D = 64, W = 2048, rnd = lcg(78);
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: W, maxAppend: 3, queryHeads: Hq });
+    const r = new RefCache(1, W, W + 2);
+    const calls: string[] = [];
+    const run = ek.run.bind(ek);
+    (ek as { run: typeof ek.run }).run = ((op: string, ...rest: unknown[]) => { calls.push(op); return (run as (...a: unknown[]) => unknown)(op, ...rest); }) as typeof ek.run;
+    try {
+      for (let done = 0; done < W + 100; done += 1000) {
+        const n = Math.min(1000, W + 100 - done);
+        const k = randomPadded(1, Hkv, n, D, rnd), v = randomPadded(1, Hkv, n, D, rnd);
+        c.append(0, k.t, v.t);
+        for (let s = 0; s < n; s++) { r.k[0].push(k.rows[0][s]); r.v[0].push(v.rows[0][s]); }
+        c.advance();
+        k.t.dispose(); v.t.dispose();
+      }
+      const q = randomPadded(1, Hq, 1, D, rnd);
+      calls.length = 0;
+      const got = c.attend(0, q.t, { scale: 0.3 });
+      expect(calls).toEqual([]);
+      const P = W + 99;
+      for (let h = 0; h < Hq; h++) close((got.data as Float32Array).subarray(h * D, (h + 1) * D), r.attend(0, h, Hq / Hkv, q.rows[0][0][h], P, P + 1, 0.3), `h ${h}`);
+      got.dispose(); q.t.dispose();
+    } finally {
+      (ek as { run: typeof ek.run }).run = run;
+      c.dispose();
+    }
+  });
+});
+
 describe('bookkeeping rules', () => {
   const mk = () => ek.kvCache({ layers: 2, batch: 2, kvHeads: 1, headDim: 4, capacity: 6 });
   it('capacity overflow is an error with nothing written', () => {
