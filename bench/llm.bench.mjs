@@ -1,7 +1,8 @@
 // The decode loop: tokens/s of the demo's forward pass (embedded tiny model and a
 // stories15M-shaped model with random weights), one decode step of the KV cache
-// (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096) per cache dtype
-// and attend kernel (TRT_Attention through ek.run, or the builtin attendF32/F16/BF16), and the
+// (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096, and multi-head
+// 32 / 32 heads, D = 128, L = 2048) per cache dtype and attend kernel (TRT_Attention through
+// ek.run, or the builtin attendF32/F16/BF16), and the
 // classifier matrix-vector product — each model and the classifier also with Q8_0 weights
 // (llama2.c's int8 format, runq.c's arithmetic). Peers in the same run: onnxruntime (web:
 // wasm, 1 thread; node: 1 intra-op thread) running the whole per-step graph of the
@@ -120,94 +121,100 @@ export default async function (h) {
   // peers' are timed in the same interleaved rounds (h.interleave), one case: the ratio
   // column is each runner's paired ratio to the float32 cache with TRT_Attention (the
   // `edgekernels` row), so "fp8 / int8 at least 1.8× faster than float32" reads directly.
-  {
-    const fast = process.env.BENCH_FAST === '1';
-    const Hq = 32, Hkv = 8, D = 128, L = 4096;
-    const k = ek.tensor('float32', [1, Hkv, 1, D]), v = ek.tensor('float32', [1, Hkv, 1, D]);
-    const q = ek.tensor('float32', [1, Hq, 1, D]), out = ek.tensor('float32', [1, Hq, 1, D]);
-    k.data.forEach((_, i, a) => { a[i] = Math.cos(i) * 0.1; });
-    v.data.fill(0.25);
-    q.data.forEach((_, i, a) => { a[i] = Math.sin(i) * 0.1; });
-    const mask = { dtype: 'int32', shape: [1, L], data: new Int32Array(L).fill(1) };
-    mask.data[L - 1] = 0;
-    const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, per cache dtype`;
-    const flops = 4 * Hq * L * D;
-    const runners = [], owned = [];
-    for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']) {
-      const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
-      owned.push(cache);
-      cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
-      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' || dtype === 'float8e4m3fn' ? 1 : 2);
-      // int8 / fp8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
-      for (const impl of dtype === 'int8' || dtype === 'float8e4m3fn' ? ['auto'] : ['TRT_Attention', 'builtin']) {
-        const step = () => {
-          cache.append(0, k, v);
-          cache.attend(0, q, { out, impl });
-          cache.reset(); cache.setLengthsFromMask(mask);
-        };
-        const label = dtype === 'float32' && impl === 'TRT_Attention' ? 'edgekernels' : `edgekernels ${dtype} cache${impl === 'builtin' ? ', builtin attend' : ''}`;
-        runners.push({ impl: label, fn: step, bytes, note: `${dtype} cache, attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
-      }
+  await cacheDecodeCase(h, { Hq: 32, Hkv: 8, D: 128, L: 4096, windowDtypes: ['float32', 'float16'] });
+  // multi-head attention (no grouped heads: Llama-2-7B's 32 × 128), where each cache row
+  // serves one query head and the step is a pure stream over the cache
+  await cacheDecodeCase(h, { Hq: 32, Hkv: 32, D: 128, L: 2048, windowDtypes: [] });
+}
+
+/** One `kvcache decode` case: every cache dtype and attend kernel, our Attention-23 and the peers', interleaved. */
+async function cacheDecodeCase(h, { Hq, Hkv, D, L, windowDtypes }) {
+  const ek = h.ek;
+  const fast = process.env.BENCH_FAST === '1';
+  const k = ek.tensor('float32', [1, Hkv, 1, D]), v = ek.tensor('float32', [1, Hkv, 1, D]);
+  const q = ek.tensor('float32', [1, Hq, 1, D]), out = ek.tensor('float32', [1, Hq, 1, D]);
+  k.data.forEach((_, i, a) => { a[i] = Math.cos(i) * 0.1; });
+  v.data.fill(0.25);
+  q.data.forEach((_, i, a) => { a[i] = Math.sin(i) * 0.1; });
+  const mask = { dtype: 'int32', shape: [1, L], data: new Int32Array(L).fill(1) };
+  mask.data[L - 1] = 0;
+  const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, per cache dtype`;
+  const flops = 4 * Hq * L * D;
+  const runners = [], owned = [];
+  for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']) {
+    const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
+    owned.push(cache);
+    cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
+    const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' || dtype === 'float8e4m3fn' ? 1 : 2);
+    // int8 / fp8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
+    for (const impl of dtype === 'int8' || dtype === 'float8e4m3fn' ? ['auto'] : ['TRT_Attention', 'builtin']) {
+      const step = () => {
+        cache.append(0, k, v);
+        cache.attend(0, q, { out, impl });
+        cache.reset(); cache.setLengthsFromMask(mask);
+      };
+      const label = dtype === 'float32' && impl === 'TRT_Attention' ? 'edgekernels' : `edgekernels ${dtype} cache${impl === 'builtin' ? ', builtin attend' : ''}`;
+      runners.push({ impl: label, fn: step, bytes, note: `${dtype} cache, attend impl ${impl === 'auto' ? 'builtin (only kernel for int8 / fp8)' : impl}` });
     }
-    // A sliding-window cache of L rows that has wrapped (positions 0..L+62 appended, each
-    // step's one query sees all L ring rows): 'auto' runs TRT_Attention over the rows in ring
-    // order; the builtin kernel walks them in position order (two runs), for comparison.
-    const wmask = { dtype: 'int32', shape: [1, 2 * L], data: new Int32Array(2 * L) };
-    wmask.data.fill(1, 0, L + 63);
-    for (const dtype of ['float32', 'float16']) {
-      const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: L, capacity: 2 * L, dtype, queryHeads: Hq });
-      owned.push(cache);
-      cache.setLengthsFromMask(wmask);
-      const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : 2);
-      for (const impl of ['auto', 'builtin']) {
-        const step = () => {
-          cache.append(0, k, v);
-          cache.attend(0, q, { out, impl });
-          cache.reset(); cache.setLengthsFromMask(wmask);
-        };
-        runners.push({ impl: `edgekernels ${dtype} cache, window ${L} wrapped${impl === 'builtin' ? ', builtin attend' : ''}`, fn: step, bytes, note: `${dtype} sliding-window cache (window ${L}, position ${L + 63}), attend impl ${impl === 'auto' ? 'auto (TRT_Attention over the ring rows)' : impl}` });
-      }
-    }
-    const bytes = 2 * Hkv * L * D * 4;
-    // The peers' operator on our side: ONNX Attention with past_key/past_value through ek.run,
-    // same shapes, mask and values as the peers' feeds, present_key/present_value preallocated.
-    const pk = ek.tensor('float32', [1, Hkv, L - 1, D]), pv = ek.tensor('float32', [1, Hkv, L - 1, D]);
-    pk.data.fill(0.1); pv.data.fill(0.25);
-    const am = ek.tensor('float32', [1, L]);
-    const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
-    owned.push(pk, pv, am, outs[1], outs[2]);
-    runners.push({ impl: 'edgekernels Attention-23 past/present', fn: () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs }), bytes, note: 'float32, ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
-    // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
-    const model = h.onnxModel({
-      op: 'Attention', opset: 23,
-      inputs: [
-        { name: 'Q', dtype: 'float32', shape: [1, Hq, 1, D] }, { name: 'K', dtype: 'float32', shape: [1, Hkv, 1, D] }, { name: 'V', dtype: 'float32', shape: [1, Hkv, 1, D] },
-        { name: 'attn_mask', dtype: 'float32', shape: [1, L] }, { name: 'past_key', dtype: 'float32', shape: [1, Hkv, L - 1, D] }, { name: 'past_value', dtype: 'float32', shape: [1, Hkv, L - 1, D] },
-      ],
-      outputs: [{ name: 'Y', dtype: 'float32', shape: [1, Hq, 1, D] }, { name: 'present_key', dtype: 'float32', shape: [1, Hkv, L, D] }, { name: 'present_value', dtype: 'float32', shape: [1, Hkv, L, D] }],
-    });
-    for (const impl of ['web', 'node']) {
-      const peer = h.ort[impl];
-      if (!peer) continue;
-      try {
-        const run = (await peer.session(model)).prepare({
-          Q: { dtype: 'float32', shape: [1, Hq, 1, D], data: q.data.slice() },
-          K: { dtype: 'float32', shape: [1, Hkv, 1, D], data: k.data.slice() },
-          V: { dtype: 'float32', shape: [1, Hkv, 1, D], data: v.data.slice() },
-          attn_mask: { dtype: 'float32', shape: [1, L], data: new Float32Array(L) },
-          past_key: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.1) },
-          past_value: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.25) },
-        });
-        runners.push({ impl: `ort-${impl}`, fn: run, bytes, note: 'float32, ONNX Attention-23 with past_key/past_value (copies the past into present)' });
-      } catch (e) {
-        console.error(`# ort-${impl} Attention-23: ${e.message.split('\n')[0]}`);
-      }
-    }
-    await h.interleave(runners, { warmMs: fast ? 200 : 400, rounds: fast ? 8 : 20 });
-    for (const m of runners) h.emit({ suite: 'kvcache decode', case: name, impl: m.impl, stats: h.stats(m.samples), bytes: m.bytes, flops, note: m.note, paired: h.pairedRatio(m, runners[0]) });
-    for (const x of owned) x.dispose();
-    k.dispose(); v.dispose(); q.dispose(); out.dispose();
   }
+  // A sliding-window cache of L rows that has wrapped (positions 0..L+62 appended, each
+  // step's one query sees all L ring rows): 'auto' runs TRT_Attention over the rows in ring
+  // order; the builtin kernel walks them in position order (two runs), for comparison.
+  const wmask = { dtype: 'int32', shape: [1, 2 * L], data: new Int32Array(2 * L) };
+  wmask.data.fill(1, 0, L + 63);
+  for (const dtype of windowDtypes) {
+    const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: L, capacity: 2 * L, dtype, queryHeads: Hq });
+    owned.push(cache);
+    cache.setLengthsFromMask(wmask);
+    const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : 2);
+    for (const impl of ['auto', 'builtin']) {
+      const step = () => {
+        cache.append(0, k, v);
+        cache.attend(0, q, { out, impl });
+        cache.reset(); cache.setLengthsFromMask(wmask);
+      };
+      runners.push({ impl: `edgekernels ${dtype} cache, window ${L} wrapped${impl === 'builtin' ? ', builtin attend' : ''}`, fn: step, bytes, note: `${dtype} sliding-window cache (window ${L}, position ${L + 63}), attend impl ${impl === 'auto' ? 'auto (TRT_Attention over the ring rows)' : impl}` });
+    }
+  }
+  const bytes = 2 * Hkv * L * D * 4;
+  // The peers' operator on our side: ONNX Attention with past_key/past_value through ek.run,
+  // same shapes, mask and values as the peers' feeds, present_key/present_value preallocated.
+  const pk = ek.tensor('float32', [1, Hkv, L - 1, D]), pv = ek.tensor('float32', [1, Hkv, L - 1, D]);
+  pk.data.fill(0.1); pv.data.fill(0.25);
+  const am = ek.tensor('float32', [1, L]);
+  const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
+  owned.push(pk, pv, am, outs[1], outs[2]);
+  runners.push({ impl: 'edgekernels Attention-23 past/present', fn: () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs }), bytes, note: 'float32, ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
+  // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
+  const model = h.onnxModel({
+    op: 'Attention', opset: 23,
+    inputs: [
+      { name: 'Q', dtype: 'float32', shape: [1, Hq, 1, D] }, { name: 'K', dtype: 'float32', shape: [1, Hkv, 1, D] }, { name: 'V', dtype: 'float32', shape: [1, Hkv, 1, D] },
+      { name: 'attn_mask', dtype: 'float32', shape: [1, L] }, { name: 'past_key', dtype: 'float32', shape: [1, Hkv, L - 1, D] }, { name: 'past_value', dtype: 'float32', shape: [1, Hkv, L - 1, D] },
+    ],
+    outputs: [{ name: 'Y', dtype: 'float32', shape: [1, Hq, 1, D] }, { name: 'present_key', dtype: 'float32', shape: [1, Hkv, L, D] }, { name: 'present_value', dtype: 'float32', shape: [1, Hkv, L, D] }],
+  });
+  for (const impl of ['web', 'node']) {
+    const peer = h.ort[impl];
+    if (!peer) continue;
+    try {
+      const run = (await peer.session(model)).prepare({
+        Q: { dtype: 'float32', shape: [1, Hq, 1, D], data: q.data.slice() },
+        K: { dtype: 'float32', shape: [1, Hkv, 1, D], data: k.data.slice() },
+        V: { dtype: 'float32', shape: [1, Hkv, 1, D], data: v.data.slice() },
+        attn_mask: { dtype: 'float32', shape: [1, L], data: new Float32Array(L) },
+        past_key: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.1) },
+        past_value: { dtype: 'float32', shape: [1, Hkv, L - 1, D], data: new Float32Array(Hkv * (L - 1) * D).fill(0.25) },
+      });
+      runners.push({ impl: `ort-${impl}`, fn: run, bytes, note: 'float32, ONNX Attention-23 with past_key/past_value (copies the past into present)' });
+    } catch (e) {
+      console.error(`# ort-${impl} Attention-23: ${e.message.split('\n')[0]}`);
+    }
+  }
+  await h.interleave(runners, { warmMs: fast ? 200 : 400, rounds: fast ? 8 : 20 });
+  for (const m of runners) h.emit({ suite: 'kvcache decode', case: name, impl: m.impl, stats: h.stats(m.samples), bytes: m.bytes, flops, note: m.note, paired: h.pairedRatio(m, runners[0]) });
+  for (const x of owned) x.dispose();
+  k.dispose(); v.dispose(); q.dispose(); out.dispose();
 }
 
 /**
