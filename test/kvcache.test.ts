@@ -421,13 +421,17 @@ describe('float32 / float16 / bfloat16 builtin decode kernel (assembly/llm.ts)',
   // and without Inf / NaN codes), grouped heads (four heads per pass over each K row for
   // G ≥ 3, a last group of 1–3 heads included; four V rows per pass over each head's output
   // for any G > 1), head sizes off the 4-grid (the per-key path), the cnt mod 4 leftover
-  // keys, wrapped windows; against attention over the exactly rounded rows.
+  // keys, wrapped windows, float32 rows of 128+ elements (read whole, one after the other:
+  // "Row order" in llm.ts); against attention over the exactly rounded rows.
   for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
     it(`${dtype}: group sizes 1..8, D on and off the 4-grid, lengths 1..200, wrapped windows`, () => {
-      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 5, 8), fc.constantFrom(4, 6, 12, 64, 130), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(),
+      fc.assert(fc.property(fc.constantFrom(1, 2, 3, 4, 5, 8), fc.constantFrom(4, 6, 12, 64, 128, 130, 132), fc.integer({ min: 1, max: 200 }), fc.constantFrom(0, 7, 40, 150), fc.integer(),
         (G, D, steps, window, seed) => decodeStepMatches(dtype, G, D, steps, window, seed, 1e-5, 'builtin')), { seed: 31, numRuns: Number(process.env.KV_RUNS) || 25 });
     });
   }
+  it('float32 rows of 128+ elements (read in order): one and grouped heads, key counts around the four-key passes, wrapped', () => {
+    for (const G of [1, 4]) for (const D of [128, 132]) for (const steps of [3, 4, 9, 70]) for (const window of [0, 40]) decodeStepMatches('float32', G, D, steps, window, G * D + steps, 1e-5, 'builtin');
+  });
 });
 
 describe('int8 / float8e4m3fn decode kernel (the SIMD build works on a 16-bit integer grid)', () => {
