@@ -306,6 +306,7 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
  */
 @inline function ldHalf4(p: usize, kind: i32): v128 {
   if (kind == 2) return i32x4.shl(v128.load16x4_u(p), 16);
+  if (kind == F16_SCALED) return v128.and(i32x4.shl(v128.load16x4_s(p), 13), i32x4.splat(0x8fffe000));
   if (kind == F16_FINITE) return f16FiniteToF32V(v128.load16x4_s(p));
   return f16BitsToF32V(v128.load16x4_s(p));
 }
@@ -316,6 +317,24 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
  */
 // @ts-ignore: decorator
 @inline const F16_FINITE = 5;
+/**
+ * kind 6: a float16 row without Inf / NaN read as its value · 2^−112 (kind 5 without the
+ * multiply: 2 ops per 4 values); the caller puts the 2^112 on the other operand — the
+ * query row (prescaleF16Q) or the softmax weights — so every product is the same real
+ * number as with kind 5, rounded the same: bit-identical results.
+ */
+// @ts-ignore: decorator
+@inline const F16_SCALED = 6;
+
+/** q · 2^112 into dst (D floats, D a multiple of 4) when every |q| < 2^15 (a NaN fails), for kind 6; returns whether it did. */
+@inline function prescaleF16Q(dst: usize, q: usize, D: usize): bool {
+  let mx = f32x4.splat(0);
+  for (let i: usize = 0; i < D; i += 4) mx = f32x4.max(mx, f32x4.abs(v128.load(q + (i << 2))));
+  if (!i32x4.all_true(f32x4.lt(mx, f32x4.splat(32768)))) return false;
+  const c = f32x4.splat(F16_SCALE);
+  for (let i: usize = 0; i < D; i += 4) v128.store(dst + (i << 2), f32x4.mul(v128.load(q + (i << 2)), c));
+  return true;
+}
 /** A float16 row (kind 1) of D codes at p without Inf / NaN, in the SIMD build: kind 5 applies. */
 @inline function finiteF16Row(p: usize, D: usize, kind: i32): bool {
   return ASC_FEATURE_SIMD && kind == 1 && f16RowsFinite(p, 0, 1, <i32>D);
@@ -534,7 +553,7 @@ export function appendE4m3Rows(
   return a;
 }
 
-/** The four sums Σ_i q[i]·k_t[i] (t = 0..3, D a multiple of 4) as one v128; rows of `kind` ≤ 2 or 5. */
+/** The four sums Σ_i q[i]·k_t[i] (t = 0..3, D a multiple of 4) as one v128; rows of `kind` ≤ 2, 5 or 6. */
 @inline function dot4(q: usize, k0: usize, k1: usize, k2: usize, k3: usize, D: usize, kind: i32): v128 {
   if (kind == 0 && D >= ROW_ORDER_MIN) return hsum4(dotRowF32(q, k0, D), dotRowF32(q, k1, D), dotRowF32(q, k2, D), dotRowF32(q, k3, D));
   const qe = q + (D << 2), eStep: usize = kind == 0 ? 16 : 8;
@@ -566,10 +585,15 @@ export function appendE4m3Rows(
   for (let b: usize = 0; b < bytes; b += 64) load<u32>(p + b);
 }
 
-/** o[i] += p[0]·v0[i] + … + p[3]·v3[i] (added in that order) over dBytes of o; rows of `kind` ≤ 2 or 5. */
+/** o[i] += p[0]·v0[i] + … + p[3]·v3[i] (added in that order) over dBytes of o; rows of `kind` ≤ 2, 5 or 6. */
 @inline function axpy4(o: usize, v0: usize, v1: usize, v2: usize, v3: usize, p: usize, dBytes: usize, kind: i32): void {
   const eShift: usize = kind == 0 ? 0 : 1; // o (float32 bytes) → V row bytes
-  const p0 = v128.load32_splat(p), p1 = v128.load32_splat(p, 4), p2 = v128.load32_splat(p, 8), p3 = v128.load32_splat(p, 12);
+  let p0 = v128.load32_splat(p), p1 = v128.load32_splat(p, 4), p2 = v128.load32_splat(p, 8), p3 = v128.load32_splat(p, 12);
+  if (kind == F16_SCALED) {
+    // rows read as value · 2^−112: the weights (≤ 1, or NaN) carry the 2^112, exactly
+    const c = f32x4.splat(F16_SCALE);
+    p0 = f32x4.mul(p0, c); p1 = f32x4.mul(p1, c); p2 = f32x4.mul(p2, c); p3 = f32x4.mul(p3, c);
+  }
   for (let b: usize = 0; b < dBytes; b += 16) {
     const e = b >> eShift;
     let acc = v128.load(o + b);
@@ -776,13 +800,15 @@ export function attendI8(
         // one v128 (bfloat16 widened in registers by a shift; float16 by 3 ops when its four
         // rows hold no Inf / NaN, else by the exact 7)
         const sv = f32x4.splat(scale);
+        // float16: the query row times 2^112 (rowBuf is free on this path) for kind 6
+        const qPre = kind == 1 && prescaleF16Q(rowBuf, qs, dd);
         for (; i0 + 4 <= cnt; i0 += 4) {
           const k0 = kh + slotOf(i0, first, slot0) * rowBytes;
           const k1 = kh + slotOf(i0 + 1, first, slot0) * rowBytes;
           const k2 = kh + slotOf(i0 + 2, first, slot0) * rowBytes;
           const k3 = kh + slotOf(i0 + 3, first, slot0) * rowBytes;
           const h = kind == 1 && finiteF16Row(k0, dd, kind) && finiteF16Row(k1, dd, kind) && finiteF16Row(k2, dd, kind) && finiteF16Row(k3, dd, kind)
-            ? dot4(qs, k0, k1, k2, k3, dd, F16_FINITE) : dot4(qs, k0, k1, k2, k3, dd, kind);
+            ? (qPre ? dot4(rowBuf, k0, k1, k2, k3, dd, F16_SCALED) : dot4(qs, k0, k1, k2, k3, dd, F16_FINITE)) : dot4(qs, k0, k1, k2, k3, dd, kind);
           v128.store(scores + (i0 << 2), f32x4.mul(h, sv));
         }
       }
@@ -833,7 +859,7 @@ export function attendI8(
           const pp = scores + (i0 << 2);
           if (kind == 0 && dd >= ROW_ORDER_MIN) axpy4RowsF32(os, v0, v1, v2, v3, pp, dBytes);
           else if (kind == 1 && finiteF16Row(v0, dd, kind) && finiteF16Row(v1, dd, kind) && finiteF16Row(v2, dd, kind) && finiteF16Row(v3, dd, kind)) {
-            axpy4(os, v0, v1, v2, v3, pp, dBytes, F16_FINITE);
+            axpy4(os, v0, v1, v2, v3, pp, dBytes, F16_SCALED);
           } else axpy4(os, v0, v1, v2, v3, pp, dBytes, kind);
         }
       } else if (ASC_FEATURE_SIMD && kind <= 2 && G > 1 && (dd & 3) == 0) {

@@ -6,6 +6,7 @@
 //         kvcache-<dtype>                          KVCache append + attend, one layer, same shape
 //         kvbuiltin-<dtype>                        the same with attend's builtin kernel (impl: 'builtin')
 //         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
+//         mha32-<dtype>                            multi-head decode, 32 heads × 128, L = 2048 (builtin kernel)
 //
 // Why: two builds instantiated side by side in one process (each with its own memory) differ
 // by ±5–8% on this shared machine even when they are the same file — where the pages of each
@@ -20,7 +21,7 @@ import { stats } from './harness.mjs';
 
 const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 if (!fa || !fb) {
-  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>] [rounds]');
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>|mha32-<dtype>] [rounds]');
   process.exit(2);
 }
 const rounds = Number(roundsArg);
@@ -80,6 +81,18 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
     for (let l = 0; l < layers; l++) { cache.append(l, k, v); cache.attend(l, qh, { out: oh }); }
     cache.reset(); cache.setLengthsFromMask(mask);
   };
+  outT = oh;
+} else if (which.startsWith('mha32-')) {
+  // multi-head decode at Llama-2-7B's heads: 32 × 128, 2047 cached keys + 1, the builtin kernel
+  const dtype = which.slice('mha32-'.length), H = 32, Dh = 128, N = 2048;
+  const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: H, headDim: Dh, capacity: N, dtype, queryHeads: H });
+  const kb = ek.tensor('float32', [1, H, N - 1, Dh]), vb = ek.tensor('float32', [1, H, N - 1, Dh]);
+  cache.append(0, fill(kb), fill(vb));
+  cache.advance();
+  const k = fill(ek.tensor('float32', [1, H, 1, Dh])), v = fill(ek.tensor('float32', [1, H, 1, Dh]));
+  const qh = fill(ek.tensor('float32', [1, H, 1, Dh])), oh = ek.tensor('float32', [1, H, 1, Dh]);
+  const mask = { dtype: 'int32', shape: [1, N], data: Int32Array.from({ length: N }, (_, i) => (i < N - 1 ? 1 : 0)) };
+  step = () => { cache.append(0, k, v); cache.attend(0, qh, { out: oh }); cache.reset(); cache.setLengthsFromMask(mask); };
   outT = oh;
 } else throw new Error(`unknown case ${which}`);
 

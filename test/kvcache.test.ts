@@ -429,6 +429,35 @@ describe('float32 / float16 / bfloat16 builtin decode kernel (assembly/llm.ts)',
         (G, D, steps, window, seed) => decodeStepMatches(dtype, G, D, steps, window, seed, 1e-5, 'builtin')), { seed: 31, numRuns: Number(process.env.KV_RUNS) || 25 });
     });
   }
+  it('float16 rows, one query row per head: the float32 cache\'s bits for the same values (scaled reads, |q| >= 2^15, Inf rows, NaN q, subnormals)', () => {
+    // The SIMD float16 path reads finite rows as value · 2^−112 and puts the 2^112 on the
+    // query row and the softmax weights (llm.ts, kind 6): every product is the same real
+    // number as the float32 path's, so the outputs must match bit for bit (NaN as NaN).
+    const same = (a: Float32Array, b: Float32Array, label: string) => {
+      for (let i = 0; i < a.length; i++) if (!(Object.is(a[i], b[i]) || (Number.isNaN(a[i]) && Number.isNaN(b[i])))) expect.fail(`${label}[${i}]: ${a[i]} vs ${b[i]}`);
+    };
+    for (const D of [8, 64, 128]) for (const variant of ['plain', 'big q', 'Inf key', 'Inf value', 'NaN q', 'subnormal']) {
+      const H = 3, N = 37, rnd = lcg(D * 31 + variant.length);
+      // float16-representable values: 11-bit integers over 2^11 (or, subnormal, over 2^24)
+      const val = () => Math.round(rnd() * 2047) / (variant === 'subnormal' ? 2 ** 24 : 2048);
+      const kv = [0, 1].map(() => new Float32Array(H * N * D).map(val));
+      if (variant === 'Inf key') kv[0][5 * D + 3] = Infinity;
+      if (variant === 'Inf value') kv[1][(N + 9) * D + 1] = -Infinity;
+      const qd = new Float32Array(H * D).map(() => rnd());
+      if (variant === 'big q') qd[D + 2] = 40000;
+      if (variant === 'NaN q') qd[2 * D] = NaN;
+      const caches = (['float16', 'float32'] as const).map((dtype) => ek.kvCache({ layers: 1, batch: 1, kvHeads: H, headDim: D, capacity: N, dtype }));
+      const k = ek.tensor('float32', [1, H, N, D], kv[0]), v = ek.tensor('float32', [1, H, N, D], kv[1]), q = ek.tensor('float32', [1, H, 1, D], qd);
+      try {
+        const outs = caches.map((c) => { c.append(0, k, v); c.advance(); return c.attend(0, q, { impl: 'builtin', scale: 0.3 }); });
+        same(outs[0].data as Float32Array, outs[1].data as Float32Array, `D ${D} ${variant}`);
+        for (const o of outs) o.dispose();
+      } finally {
+        for (const c of caches) c.dispose();
+        k.dispose(); v.dispose(); q.dispose();
+      }
+    }
+  });
   it('float32 rows of 128+ elements (read in order): one and grouped heads, key counts around the four-key passes, wrapped', () => {
     for (const G of [1, 4]) for (const D of [128, 132]) for (const steps of [3, 4, 9, 70]) for (const window of [0, 40]) decodeStepMatches('float32', G, D, steps, window, G * D + steps, 1e-5, 'builtin');
   });
