@@ -797,8 +797,9 @@ export function attendI8(
       if (ASC_FEATURE_SIMD && kind <= 2 && G == 1 && (dd & 3) == 0) {
         // one query row (multi-head attention's decode step) over float32, float16 or
         // bfloat16 rows: four keys per pass, their four sums reduced together and stored as
-        // one v128 (bfloat16 widened in registers by a shift; float16 by 3 ops when its four
-        // rows hold no Inf / NaN, else by the exact 7)
+        // one v128 (bfloat16 widened in registers by a shift; float16, when its four rows
+        // hold no Inf / NaN, read by 2 ops as value · 2^−112 against the query row times
+        // 2^112 — by 3 ops, exactly, when some |q| ≥ 2^15 — else by the exact 7)
         const sv = f32x4.splat(scale);
         // float16: the query row times 2^112 (rowBuf is free on this path) for kind 6
         const qPre = kind == 1 && prescaleF16Q(rowBuf, qs, dd);
