@@ -44,8 +44,8 @@
 // overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
 // never leave the output rows.
 import {
-  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16RowsFinite, f16ToF32Scalar, f32ToBF16Scalar,
-  f32ToF16Scalar, hsum4, loadBF16x4, loadF16x4, madd, tanhScalar, tanhV,
+  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16RowsFinite, f16ScaledV, f16ToF32Scalar, f32ToBF16Scalar,
+  f32ToF16Scalar, hsum4, loadBF16x4, loadF16x4, madd, prescaleF16, tanhScalar, tanhV,
 } from './simd';
 
 // ---- parameter block ----------------------------------------------------------------
@@ -241,15 +241,6 @@ let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (se
 // hold no Inf / NaN (checked per block, see scores()), read as value · 2^−112 (f16ScaledV:
 // two instructions per 4 elements) against Q rows or weights that carry the 2^112.
 
-/**
- * float16 bits (sign-extended to 32, no Inf / NaN) → the value times 2^−112 as float32: the
- * shift and the and of f16BitsToF32V without its multiply by 2^112 (the caller put that
- * factor on the other operand: gQPre / gVPre).
- */
-// @ts-ignore: decorator
-@inline function f16ScaledV(h: v128): v128 {
-  return v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
-}
 
 /** Bytes of one element of marker type T. */
 // @ts-ignore: decorator
@@ -1058,20 +1049,6 @@ function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j
 // @ts-ignore: decorator
 @inline const F16_UNSCALE: f32 = reinterpret<f32>(0x07800000); // 2^−112
 
-/**
- * The tile's Q rows (nR4 rows of Dp floats, scaled) times 2^112 for float16 K read as
- * value · 2^−112 (see gQPre), when every |q| < 2^15 (NaN fails the test); returns whether it did.
- */
-function prescaleQ(nR4: i32): bool {
-  const n = <usize>nR4 * <usize>gDp;
-  let mx = f32x4.splat(0);
-  for (let i: usize = 0; i < n; i += 4) mx = f32x4.max(mx, f32x4.abs(v128.load(sQ + (i << 2))));
-  if (!i32x4.all_true(f32x4.lt(mx, f32x4.splat(32768)))) return false;
-  const c = f32x4.splat(F16_SCALE);
-  for (let i: usize = 0; i < n; i += 4) v128.store(sQ + (i << 2), f32x4.mul(v128.load(sQ + (i << 2)), c));
-  return true;
-}
-
 /** Every row group takes all nb keys of the block (the two-phase path). */
 function fillGLim(nR4: i32, nb: i32): void {
   for (let g = 0; g < nR4; g += 4) store<i32>(sGLim + <usize>g, nb);
@@ -1086,7 +1063,8 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
   const gS = <usize>gSB << 4;
   memory.fill(sAcc, 0, <usize>nR4 * <usize>gDvp * 4);
   // float16 K / V read in registers (decode tiles; prefill tiles widen, see scores())
-  gQPre = ASC_FEATURE_SIMD && gKT == 1 && nR4 == 4 && prescaleQ(nR4);
+  // (the tile's Q rows, scaled, times 2^112 in place when every |q| < 2^15: see gQPre)
+  gQPre = ASC_FEATURE_SIMD && gKT == 1 && nR4 == 4 && prescaleF16(sQ, sQ, <usize>nR4 * <usize>gDp);
   gVPre = ASC_FEATURE_SIMD && gVT == 1 && gNorm == 0 && nR4 == 4;
   for (let r = 0; r < nR4; r++) {
     store<f32>(sM + (<usize>r << 2), NEG_INF);

@@ -20,7 +20,7 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
-import { expScalar, expV, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, hsum4 } from './simd';
+import { expScalar, expV, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, f16ScaledV, hsum4, prescaleF16 } from './simd';
 
 // exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
 // build and the tails use expScalar).
@@ -306,7 +306,7 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
  */
 @inline function ldHalf4(p: usize, kind: i32): v128 {
   if (kind == 2) return i32x4.shl(v128.load16x4_u(p), 16);
-  if (kind == F16_SCALED) return v128.and(i32x4.shl(v128.load16x4_s(p), 13), i32x4.splat(0x8fffe000));
+  if (kind == F16_SCALED) return f16ScaledV(v128.load16x4_s(p));
   if (kind == F16_FINITE) return f16FiniteToF32V(v128.load16x4_s(p));
   return f16BitsToF32V(v128.load16x4_s(p));
 }
@@ -320,21 +320,12 @@ const F16_SCALE: f32 = reinterpret<f32>(0x77800000); // 2^112
 /**
  * kind 6: a float16 row without Inf / NaN read as its value · 2^−112 (kind 5 without the
  * multiply: 2 ops per 4 values); the caller puts the 2^112 on the other operand — the
- * query row (prescaleF16Q) or the softmax weights — so every product is the same real
+ * query row (simd.ts prescaleF16) or the softmax weights — so every product is the same real
  * number as with kind 5, rounded the same: bit-identical results.
  */
 // @ts-ignore: decorator
 @inline const F16_SCALED = 6;
 
-/** q · 2^112 into dst (D floats, D a multiple of 4) when every |q| < 2^15 (a NaN fails), for kind 6; returns whether it did. */
-@inline function prescaleF16Q(dst: usize, q: usize, D: usize): bool {
-  let mx = f32x4.splat(0);
-  for (let i: usize = 0; i < D; i += 4) mx = f32x4.max(mx, f32x4.abs(v128.load(q + (i << 2))));
-  if (!i32x4.all_true(f32x4.lt(mx, f32x4.splat(32768)))) return false;
-  const c = f32x4.splat(F16_SCALE);
-  for (let i: usize = 0; i < D; i += 4) v128.store(dst + (i << 2), f32x4.mul(v128.load(q + (i << 2)), c));
-  return true;
-}
 /** A float16 row (kind 1) of D codes at p without Inf / NaN, in the SIMD build: kind 5 applies. */
 @inline function finiteF16Row(p: usize, D: usize, kind: i32): bool {
   return ASC_FEATURE_SIMD && kind == 1 && f16RowsFinite(p, 0, 1, <i32>D);
@@ -802,7 +793,7 @@ export function attendI8(
         // 2^112 — by 3 ops, exactly, when some |q| ≥ 2^15 — else by the exact 7)
         const sv = f32x4.splat(scale);
         // float16: the query row times 2^112 (rowBuf is free on this path) for kind 6
-        const qPre = kind == 1 && prescaleF16Q(rowBuf, qs, dd);
+        const qPre = kind == 1 && prescaleF16(rowBuf, qs, dd);
         for (; i0 + 4 <= cnt; i0 += 4) {
           const k0 = kh + slotOf(i0, first, slot0) * rowBytes;
           const k1 = kh + slotOf(i0 + 1, first, slot0) * rowBytes;

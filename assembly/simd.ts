@@ -204,7 +204,34 @@
  */
 // @ts-ignore: decorator
 @inline export function f16FiniteToF32V(h: v128): v128 {
-  return f32x4.mul(v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000)), f32x4.splat(reinterpret<f32>(0x77800000)));
+  return f32x4.mul(f16ScaledV(h), f32x4.splat(reinterpret<f32>(0x77800000)));
+}
+
+/**
+ * float16 bits (sign-extended to 32, no Inf / NaN) → the value times 2^−112 as float32:
+ * f16FiniteToF32V without its multiply by 2^112, two instructions per 4 values, for a caller
+ * that puts the 2^112 on the other operand of its products (prescaleF16, or weights ≤ 1
+ * times 2^112): each product is then the same real number as with the exact value, rounded
+ * the same.
+ */
+// @ts-ignore: decorator
+@inline export function f16ScaledV(h: v128): v128 {
+  return v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
+}
+
+/**
+ * dst[i] = src[i] · 2^112 for n floats (n a multiple of 4; dst may be src) when every
+ * |src[i]| < 2^15 (a NaN fails the test; the bound keeps the products of f16ScaledV values
+ * far from overflow): the other operand of float16 values read by f16ScaledV. Returns
+ * whether it scaled.
+ */
+export function prescaleF16(dst: usize, src: usize, n: usize): bool {
+  let mx = f32x4.splat(0);
+  for (let i: usize = 0; i < n; i += 4) mx = f32x4.max(mx, f32x4.abs(v128.load(src + (i << 2))));
+  if (!i32x4.all_true(f32x4.lt(mx, f32x4.splat(32768)))) return false;
+  const c = f32x4.splat(reinterpret<f32>(0x77800000));
+  for (let i: usize = 0; i < n; i += 4) v128.store(dst + (i << 2), f32x4.mul(v128.load(src + (i << 2)), c));
+  return true;
 }
 
 /** True when none of n float16 rows of D elements (stride bytes apart) holds an Inf / NaN code. */
