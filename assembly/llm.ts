@@ -20,7 +20,7 @@
 // rounding of the reduction order).
 
 import { attendQ8 } from './kvattend';
-import { expScalar, expV, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, f16ScaledV, hsum4, prescaleF16 } from './simd';
+import { expScalar, expV, f16BitsToF32V, f16FiniteToF32V, f16RowsFinite, f16ScaledV, hsum4, prescaleF16, touchLines } from './simd';
 
 // exp: the shared expV / expScalar of simd.ts (Cephes polynomial, clamped; the scalar
 // build and the tails use expScalar).
@@ -571,11 +571,6 @@ export function appendE4m3Rows(
   axpyRowF32(o, v2, v128.load32_splat(p, 8), dBytes); axpyRowF32(o, v3, v128.load32_splat(p, 12), dBytes);
 }
 
-/** One load per 64 bytes of [p, p + bytes), in order, the values dropped (a wasm load may trap: it stays). */
-@inline function touchRow(p: usize, bytes: usize): void {
-  for (let b: usize = 0; b < bytes; b += 64) load<u32>(p + b);
-}
-
 /** o[i] += p[0]·v0[i] + … + p[3]·v3[i] (added in that order) over dBytes of o; rows of `kind` ≤ 2, 5 or 6. */
 @inline function axpy4(o: usize, v0: usize, v1: usize, v2: usize, v3: usize, p: usize, dBytes: usize, kind: i32): void {
   const eShift: usize = kind == 0 ? 0 : 1; // o (float32 bytes) → V row bytes
@@ -868,7 +863,7 @@ export function attendI8(
           const v3 = kind != 0 ? v2 + dBytes : vh + slotOf(i0 + 3, first, slot0) * rowBytes;
           // float32: the G passes read the four rows interleaved; one in-order read of them
           // first lets the prefetcher stream them (see "Row order")
-          if (kind == 0 && dd >= ROW_ORDER_MIN) { touchRow(v0, dBytes); touchRow(v1, dBytes); touchRow(v2, dBytes); touchRow(v3, dBytes); }
+          if (kind == 0 && dd >= ROW_ORDER_MIN) { touchLines(v0, dBytes); touchLines(v1, dBytes); touchLines(v2, dBytes); touchLines(v3, dBytes); }
           pvHeads(os, qStep, v0, v1, v2, v3, scores + (i0 << 2), cnt << 2, dBytes, G);
         }
       }

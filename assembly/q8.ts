@@ -25,7 +25,7 @@
 // step, then a last 4); GS = 1 or 2 (llama2.c halves GS until it divides dim) runs the
 // scalar loop.
 
-import { hsum4i } from './simd';
+import { hsum4i, touchLines } from './simd';
 
 // @ts-ignore: decorator
 @inline const QMAX: f32 = 127;
@@ -118,10 +118,7 @@ export function matvecQ8(out: usize, w: usize, sT: usize, xq: usize, xs: usize, 
       // 23.7 GB/s at 288-byte rows, 15.3 at 384, 9.1 at 768 — llm.ts, "Row order"), so the
       // next tile's rows are touched once, in order (one load per 64 bytes, values dropped):
       // the stories15M-shaped Q8_0 step, whose w2 rows are 768 codes, ~0.92× the time.
-      if (nn >= 384 && i + 8 <= d) {
-        const a0 = p + (nn << 2), e = a0 + (nn << 2);
-        for (let a = a0; a < e; a += 64) load<u32>(a);
-      }
+      if (nn >= 384 && i + 8 <= d) touchLines(p + (nn << 2), nn << 2);
       let val = f32x4.splat(0);
       let sp = sT + (<usize>i << 2);
       const sStep = <usize>d << 2;

@@ -234,6 +234,16 @@ export function prescaleF16(dst: usize, src: usize, n: usize): bool {
   return true;
 }
 
+/**
+ * One load per 64 bytes of [p, p + bytes), in order, the values dropped (a wasm load may
+ * trap, so it stays): brings rows that a kernel then reads in an order this CPU's prefetcher
+ * does not stream (llm.ts, "Row order").
+ */
+// @ts-ignore: decorator
+@inline export function touchLines(p: usize, bytes: usize): void {
+  for (let b: usize = 0; b < bytes; b += 64) load<u32>(p + b);
+}
+
 /** True when none of n float16 rows of D elements (stride bytes apart) holds an Inf / NaN code. */
 export function f16RowsFinite(p: usize, stride: usize, n: i32, D: i32): bool {
   // exponent 31 (Inf / NaN) ⇔ the pattern shifted left by one (the sign dropped) ≥ 0xf800:
