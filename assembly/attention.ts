@@ -21,9 +21,13 @@
 // [T,H,D] (offset cum[b]·H·D, head stride D, token stride H·D), ONNX 3D [B,S,H·D] and a
 // KV cache of capacity N with per-sequence valid lengths all go through the same code.
 //
-// Entry: attention(params) with `params` a block of 36 i32/f32 slots (P_* below) and
-// `seqs` (slot P_SEQS) pointing at B records of 7 int32:
-//     qOff, qLen, kOff, vOff, kvLen, oOff, diag
+// Entry: attention(params) with `params` a block of PARAM_SLOTS i32/f32 slots (P_* below)
+// and `seqs` (slot P_SEQS) pointing at B records of SEQ_SLOTS int32:
+//     qOff, qLen, kOff, vOff, kvLen, oOff, diag, woff, rot
+// rot > 0 makes a sequence's K / V rows a ring (a sliding-window KV cache that wrapped):
+// key t lives in row (rot + t) mod kvLen, i.e. keys 0 … kvLen − rot − 1 are rows rot …
+// kvLen − 1 and the rest rows 0 … rot − 1 (kOff / vOff name row 0). One-pass path only
+// (no quantization, no qk output): the host never combines them.
 // dtype codes (slot P_DTYPES = q | k << 4 | v << 8 | out << 12): 0 float32, 1 float16,
 // 2 bfloat16. Scratch (slot P_SCRATCH) must hold attentionScratchBytes(D, Dv, maxCols,
 // twoPhase) bytes, 16-byte aligned.
@@ -130,7 +134,7 @@ import {
 // @ts-ignore: decorator
 @inline const PARAM_SLOTS = 39;
 // @ts-ignore: decorator
-@inline const SEQ_SLOTS = 8; // qOff, qLen, kOff, vOff, kvLen, oOff, diag, woff (the window's position offset)
+@inline const SEQ_SLOTS = 9; // qOff, qLen, kOff, vOff, kvLen, oOff, diag, woff (the window's position offset), rot (a ring's rotation)
 
 // @ts-ignore: decorator
 @inline const R_MAX = 32; // rows per tile
@@ -1010,6 +1014,15 @@ function pvMaybeGathered(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
 // lines per step, three blocks without) was no faster than one. The score loop's touches
 // (other dtypes, the two-phase path) stay one block per block: in pairs, bfloat16 and
 // float16 decode did not change and TRT_QuantizedAttention took 1.05–1.09× the time.
+// A ring (seq slot rot > 0): keys t >= gWrap are rows t − gWrap from gK0 / gV0 (row 0);
+// keys before it are rows from the tile's kRow / vRow (row rot). NO_WRAP: no ring.
+let gWrap: i32 = NO_DIAG;
+let gK0: usize = 0;
+let gV0: usize = 0;
+/** Address of key t's row: from `row` (key 0) before the ring's wrap, from `row0` after it. */
+@inline function ringRow(row: usize, row0: usize, stride: usize, t: i32): usize {
+  return t < gWrap ? row + <usize>t * stride : row0 + <usize>(t - gWrap) * stride;
+}
 let gNextK: usize = 0; // key 0 of the next tile's KV head (0 = none)
 let gNextV: usize = 0;
 let gNextEnd: i32 = 0; // that tile's end
@@ -1024,24 +1037,26 @@ function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j
     gTSkip = false;
     return 0;
   }
+  // (a ring's touches never run across its wrap: the rows there are not adjacent)
   const a = j0 + 2 * KB;
-  if (pair && a + 2 * KB <= tileEnd) {
-    gTK = kRow + <usize>a * kStride;
-    gTV = vRow + <usize>a * vStride;
+  if (pair && a + 2 * KB <= tileEnd && (a >= gWrap || a + 2 * KB <= gWrap)) {
+    gTK = ringRow(kRow, gK0, kStride, a);
+    gTV = ringRow(vRow, gV0, vStride, a);
     gTMul = 2;
     gTSkip = true;
     return KB;
   }
   if (a < tileEnd) {
-    gTK = kRow + <usize>a * kStride;
-    gTV = vRow + <usize>a * vStride;
-    return min(KB, tileEnd - a);
+    gTK = ringRow(kRow, gK0, kStride, a);
+    gTV = ringRow(vRow, gV0, vStride, a);
+    return a < gWrap ? min(KB, min(tileEnd, gWrap) - a) : min(KB, tileEnd - a);
   }
   if (gNextK == 0) return 0;
   const a2 = a - roundUp(tileEnd, KB);
+  if (a2 >= gWrap) return 0;
   gTK = gNextK + <usize>a2 * kStride;
   gTV = gNextV + <usize>a2 * vStride;
-  return min(KB, gNextEnd - a2);
+  return min(KB, min(gNextEnd, gWrap) - a2);
 }
 
 // @ts-ignore: decorator
@@ -1084,8 +1099,10 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
     }
     const jFirst = first >= tileEnd ? 0 : first / KB * KB;
     gTSkip = false;
-    for (let j0 = jFirst; j0 < tileEnd; j0 += KB) {
-      const nb = min(KB, tileEnd - j0);
+    for (let j0 = jFirst; j0 < tileEnd;) {
+      // (a ring's block ends at its wrap: the rows after it start over at row 0)
+      const nb = j0 < gWrap ? min(KB, min(tileEnd, gWrap) - j0) : min(KB, tileEnd - j0);
+      const kB = ringRow(kRow, gK0, kStride, j0), vB = ringRow(vRow, gV0, vStride, j0);
       // per row group, the keys of this block any of its rows sees: a causal tile's later
       // keys are hidden from its first rows, and those groups skip them (scores, exp, P·V)
       for (let g = 0; g < nR4; g += 4) {
@@ -1095,7 +1112,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       }
       const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd, pvTouch);
       const inPV = pvTouch && tN >= nb;
-      scoresMaybeGathered(kRow + <usize>j0 * kStride, kStride, nb, nR4, 0, gTK, gTV, vStride, inPV ? 0 : tN);
+      scoresMaybeGathered(kB, kStride, nb, nR4, 0, gTK, gTV, vStride, inPV ? 0 : tN);
       for (let g = 0; g < nR4; g += 4) {
         const blk = sS + <usize>(g >> 2) * gS;
         const n = load<i32>(sGLim + <usize>g);
@@ -1105,7 +1122,8 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         else softmaxStep(g, blk, n);
         if (gVPre) scaleRow(blk, n << 2, F16_SCALE);
       }
-      pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, 0, inPV);
+      pvMaybeGathered(vB, vStride, nb, nR4, 0, inPV);
+      j0 += nb;
     }
   } else {
     // phase 1: full score rows
@@ -1253,6 +1271,7 @@ export function attention(params: usize): void {
     const rec = seqs + <usize>b * SEQ_SLOTS * 4;
     const qOff = load<i32>(rec), qLen = load<i32>(rec, 4), kOff = load<i32>(rec, 8), vOff = load<i32>(rec, 12);
     const kvLen = load<i32>(rec, 16), oOff = load<i32>(rec, 20), diag = load<i32>(rec, 24), woff = load<i32>(rec, 28);
+    const rot = load<i32>(rec, 32);
     if (qLen <= 0) continue;
     const pairs = qLen * G;
     // Rows far apart (packed [T,H,D]) that several tiles of this sequence re-read are
@@ -1270,12 +1289,22 @@ export function attention(params: usize): void {
     const wideK = ASC_FEATURE_SIMD && kT0 != 0, wideV = ASC_FEATURE_SIMD && vT0 != 0;
     const seqGather = pairs > R_MAX && gQk == 0 && need <= sgRows && (wideK || wideV || kStride >= kRB * 2 || vStride >= vRB * 2);
     for (let kh = 0; kh < Hkv; kh++) {
-      let kRow = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
-      let vRow = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
+      gK0 = k + (<usize>kOff + <usize>kh * <usize>kHS) * kes;
+      gV0 = v + (<usize>vOff + <usize>kh * <usize>vHS) * ves;
+      let kRow = gK0 + <usize>rot * kStride;
+      let vRow = gV0 + <usize>rot * vStride;
+      gWrap = rot > 0 ? kvLen - rot : NO_DIAG;
       let kS = kStride, vS = vStride;
       if (seqGather) {
-        kS = seqRows(sSeqK, kRow, kStride, need, gD, kT0, wideK);
-        vS = seqRows(sSeqV, vRow, vStride, need, gDv, vT0, wideV);
+        // (a ring's rows copied in key order: the copy is no ring)
+        const n1 = min(need, gWrap);
+        kS = seqRows(sSeqK, kRow, kStride, n1, gD, kT0, wideK);
+        vS = seqRows(sSeqV, vRow, vStride, n1, gDv, vT0, wideV);
+        if (need > n1) {
+          seqRows(sSeqK + <usize>n1 * kS, gK0, kStride, need - n1, gD, kT0, wideK);
+          seqRows(sSeqV + <usize>n1 * vS, gV0, vStride, need - n1, gDv, vT0, wideV);
+        }
+        gWrap = NO_DIAG;
         if (wideK) gKT = 0;
         if (wideV) gVT = 0;
         kRow = sSeqK;
@@ -1312,8 +1341,8 @@ export function attention(params: usize): void {
         // one tile per head (decode): the next head's tile has the same rows, so the same end
         gNextK = 0;
         if (pairs <= R_MAX && kh + 1 < Hkv) {
-          gNextK = k + (<usize>kOff + <usize>(kh + 1) * <usize>kHS) * kes;
-          gNextV = v + (<usize>vOff + <usize>(kh + 1) * <usize>vHS) * ves;
+          gNextK = k + (<usize>kOff + <usize>(kh + 1) * <usize>kHS) * kes + <usize>rot * kStride;
+          gNextV = v + (<usize>vOff + <usize>(kh + 1) * <usize>vHS) * ves + <usize>rot * vStride;
           gNextEnd = tileEnd;
         }
         runTile(kRow, kS, vRow, vS, nRows, tileEnd);

@@ -23,6 +23,7 @@ import { type DTypeInfo, type TypedData, dtypeInfo, findDType } from './dtypes.j
 import { KernelError, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { llmKernels } from './llm/kernels.js';
+import { type AttentionPlan, type AttentionSeq, attentionPlanScratch, runAttentionPlan } from './ops/attention.js';
 import { OPS } from './ops/index.js';
 import { type PlainTensor, Tensor, checkShape, plainMeta, shapeSize, toDataArray } from './tensor.js';
 
@@ -68,12 +69,12 @@ export interface AttendOptions {
    * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
    * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
    * which TRT_Attention would hand to this same decode kernel anyway (its flash kernel works
-   * on four query rows per KV head). A windowed sequence longer than the window uses builtin
-   * (its rows are circular and each query has a lower bound, which TRT_Attention's padded
-   * form cannot express) unless the step has at most one query per sequence and the ring is
-   * exactly the window (maxAppend 1): that query then sees every ring row, and softmax does
-   * not depend on the order of its keys, so TRT_Attention runs over all the rows in ring
-   * order (the sums' order differs from position order: results agree to rounding).
+   * on four query rows per KV head). A window cache runs the same flash kernel straight over
+   * its rings, walking each sequence's rows in position order with every query's window
+   * (not through ek.run: TRT_Attention has no ring or window); only a step that is not causal
+   * and has several queries per sequence (they all see the same last `window` positions,
+   * which the kernel's per-row window cannot say) uses builtin. int8 / float8e4m3fn caches
+   * always use builtin (it reads their codes and scales).
    */
   impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }
@@ -399,21 +400,23 @@ export class KVCache {
     const kern = llmKernels(this.ek);
     const kvLens = new Int32Array(B);
     for (let b = 0; b < B; b++) kvLens[b] = this.len[b] + (this.pending ? this.pending[b] : 0);
-    // TRT_Attention (the attention family's flash kernel) covers every case where cache row
-    // p holds position p and every query sees from position 0: no window, or sequences no
-    // longer than the window. Longer ones go through attendF32/F16/BF16 below, which walk the
-    // circular rows with each query's lower bound.
+    // TRT_Attention (the attention family's flash kernel) over a cache without a window;
+    // attendRing (the same kernel) over a window's rings; attendF32/F16/BF16/I8/E4m3 below
+    // for the rest (see AttendOptions.impl). A query sees at most `window` keys.
     let work = 0;
-    for (let b = 0; b < B; b++) work += qLen[b] * kvLens[b] * Hq * D;
+    for (let b = 0; b < B; b++) work += qLen[b] * (this.window ? Math.min(kvLens[b], this.window) : kvLens[b]) * Hq * D;
     const oneRowPerHead = Hq === Hkv && qLen.every((n) => n <= 1);
     const trt = impl === 'TRT_Attention' || ((impl ?? 'auto') === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
-    // A wrapped window ring of exactly `window` rows with one query: that query sees all of
-    // them (positions kvLen − window … kvLen − 1), so every row is a key (in ring order).
-    const ringWhole = (b: number): boolean => this.rows === this.window && kvLens[b] > this.window && qLen[b] <= 1;
-    if (trt && !SCALED(this.dtype) && OPS.has('TRT_Attention') && (this.window === 0 || kvLens.every((n, b) => n <= this.window || ringWhole(b)))) {
+    // A window: the same flash kernel walks each sequence's ring rows in position order
+    // (attendRing), each query from its window's first position, when the queries' lower
+    // bounds follow their positions (causal, or one query per sequence). Not causal with
+    // several queries, every query sees the same last `window` positions: builtin.
+    const flash = trt && !SCALED(this.dtype) && OPS.has('TRT_Attention');
+    if (flash && (this.window === 0 || causal || qLen.every((n) => n <= 1))) {
       const out = given ?? this.ek.tensor('float32', q.shape);
       try {
-        this.attendTrt(L, q, out, scale, causal, packed, qLen, this.window === 0 ? kvLens : kvLens.map((n) => Math.min(n, this.rows)));
+        if (this.window === 0) this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
+        else this.attendRing(L, q, out, scale, packed, S, qLen, kvLens);
       } catch (e) {
         if (given === undefined) out.dispose(); // an output allocated here never leaks (OUT_OF_MEMORY in the operator)
         throw e;
@@ -467,6 +470,43 @@ export class KVCache {
     this.ek.run('TRT_Attention', [qs, this.view(L, 0), this.view(L, 1), null, ql, kvl], {
       query_form: packed ? 'packed_nhd' : 'padded_bhnd', kv_form: 'padded_bhnd', causal_kind: causal ? 'lower_right' : 'none',
     }, { outputs: [out] });
+  }
+
+  /**
+   * The flash kernel straight over a window's rings (runAttentionPlan, the attention
+   * operators' own entry; all checks done). Sequence b's key t is position kvLen − R + t
+   * (R = its rows in use, min(kvLen, rows)), found in ring row (kvLen − R + t) mod rows: a
+   * ring that wrapped is rotated (AttentionSeq.rot). Query i is at t = R − qLen + i and sees
+   * t − window + 1 … t (the plan's left window and a lower-right causal frontier), as the
+   * builtin kernel's walk does; positions the ring no longer holds (t < 0) are never keys.
+   */
+  private attendRing(L: number, q: Tensor, out: Tensor, scale: number, packed: boolean, S: number, qLen: Int32Array, kvLens: Int32Array): void {
+    const B = this.batch, Hkv = this.kvHeads, D = this.headDim, N = this.rows, Hq = q.shape[1];
+    const seqs: AttentionSeq[] = [];
+    let t0 = 0, short = false;
+    for (let b = 0; b < B; b++) {
+      const n = kvLens[b], R = Math.min(n, N);
+      const qOff = packed ? t0 * Hq * D : b * Hq * S * D;
+      if (packed) t0 += qLen[b];
+      else if (qLen[b] < S) short = true;
+      seqs.push({
+        qOff, qLen: qLen[b], kOff: b * Hkv * N * D, vOff: b * Hkv * N * D, kvLen: R, oOff: qOff,
+        diag: R - qLen[b], woff: R - qLen[b], rot: n > N ? (n - N) % N : 0,
+      });
+    }
+    const qHS = packed ? D : S * D, qTS = packed ? Hq * D : D;
+    const plan: AttentionPlan = {
+      q: q.byteOffset, k: this.layerPtr(L, 0), v: this.layerPtr(L, 1), out: out.byteOffset,
+      Hq, Hkv, D, Dv: D, seqs,
+      qHS, qTS, kHS: N * D, kTS: D, vHS: N * D, vTS: D, oHS: qHS, oTS: qTS,
+      qDtype: 'float32', kDtype: this.dtype, vDtype: this.dtype, outDtype: 'float32',
+      scale, winLeft: this.window - 1,
+    };
+    const scratch = this.ek.scratch(attentionPlanScratch(this.ek, plan));
+    // rows past a sequence's new tokens (padded q) are zeros; the kernel writes the others
+    if (short) out.bytes().fill(0);
+    runAttentionPlan(this.ek, plan, scratch);
+    if (this.ek.debug) this.ek.checkGuards('kvCache.attend');
   }
 
   /**

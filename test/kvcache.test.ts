@@ -654,20 +654,36 @@ for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32',
   });
 });
 
-describe('wrapped sliding window, one query per sequence: TRT_Attention over the ring rows', () => {
-  // A ring of exactly `window` rows (maxAppend 1) that has wrapped: one query sees every row,
-  // so 'auto' runs the flash kernel (ek.run TRT_Attention) over the rows in ring order once
-  // the step is big enough; the builtin kernel walks them in position order. Same values to
-  // rounding; a batch mixes a wrapped sequence, one not yet full and one without a query.
+/**
+ * Counts calls of the flash kernel (`attention`) and of the builtin kernels (`attend*`) on ek
+ * while f runs: the cache finds them on ek.exports at every call.
+ */
+function countingKernels<T>(ek: Kernels, f: (calls: string[]) => T): T {
+  const real = ek.exports, calls: string[] = [];
+  const spy: Record<string, unknown> = { ...real };
+  for (const [name, fn] of Object.entries(real)) {
+    if (typeof fn === 'function' && (name === 'attention' || name.startsWith('attend'))) spy[name] = (...a: number[]) => { calls.push(name === 'attention' ? 'flash' : 'builtin'); return fn(...a); };
+  }
+  (ek as { exports: unknown }).exports = spy;
+  try {
+    return f(calls);
+  } finally {
+    (ek as { exports: unknown }).exports = real;
+  }
+}
+
+describe('sliding windows on the flash kernel: the rings walked in position order', () => {
+  // A window cache's rings go to the flash kernel (attendRing: each sequence's rows rotated
+  // into position order, every query from its window's first position) — a wrapped ring is
+  // split at its wrap into two runs of rows. Against the builtin kernel (the same values to
+  // rounding) and against the float64 reference over exactly the positions a query may see.
   for (const dtype of ['float32', 'float16', 'bfloat16'] as const) {
-    it(`${dtype}: auto takes TRT_Attention and agrees with the builtin kernel, causal and not`, () => {
+    it(`${dtype}: one query per sequence, auto takes the flash kernel and agrees with the builtin kernel, causal and not`, () => {
       const B = 3, Hkv = 2, G = 4, Hq = Hkv * G, D = 64, W = 2048, rnd = lcg(77);
       const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, window: W, dtype, queryHeads: Hq });
-      const calls: string[] = [];
-      const run = ek.run.bind(ek);
-      (ek as { run: typeof ek.run }).run = ((op: string, ...rest: unknown[]) => { calls.push(op); return (run as (...a: unknown[]) => unknown)(op, ...rest); }) as typeof ek.run;
       try {
-        // sequence 0 wraps (W + 700 positions), 1 stays short (300), 2 wraps, gets no query
+        // sequence 0 wraps (W + 700 positions: its ring splits at key 1348, inside a block
+        // and across the touch-ahead's reach), 1 stays short (300), 2 wraps, gets no query
         const fill = [W + 700, 300, W + 5];
         for (let done = 0; done < Math.max(...fill); done += 1000) {
           const counts = fill.map((n) => Math.max(0, Math.min(1000, n - done)));
@@ -681,9 +697,11 @@ describe('wrapped sliding window, one query per sequence: TRT_Attention over the
         for (const causal of [true, false]) {
           const k = randomPadded(B, Hkv, 1, D, rnd), v = randomPadded(B, Hkv, 1, D, rnd), q = randomPadded(B, Hq, 1, D, rnd);
           c.append(0, k.t, v.t, { lengths: [1, 1, 0] });
-          calls.length = 0;
-          const got = c.attend(0, q.t, { causal, scale: 0.3 });
-          expect(calls, 'auto ran the operator').toEqual(['TRT_Attention']);
+          const got = countingKernels(ek, (calls) => {
+            const y = c.attend(0, q.t, { causal, scale: 0.3 });
+            expect(calls, 'auto ran the flash kernel').toEqual(['flash']);
+            return y;
+          });
           const want = c.attend(0, q.t, { causal, scale: 0.3, impl: 'builtin' });
           close(got.data as Float32Array, want.data as Float32Array, `causal ${causal}`, 2e-6);
           // sequence 2 appended nothing: its rows are zeros
@@ -692,36 +710,83 @@ describe('wrapped sliding window, one query per sequence: TRT_Attention over the
           c.advance();
         }
       } finally {
-        (ek as { run: typeof ek.run }).run = run;
+        c.dispose();
+      }
+    });
+
+    it(`${dtype}: chunks of up to 64 tokens over wrapping windows (ring = window + 63), causal, padded and packed`, () => {
+      // ragged chunks: every chunk's first queries see fewer keys (the window's lower bound
+      // is each query's own), the ring rotates by every offset, prefill tiles (G·S > 32 rows)
+      // copy the rows of a wrapped ring in position order (16-bit: widened there)
+      const B = 2, Hkv = 2, G = 4, Hq = Hkv * G, D = 24, W = 150, M = 64, rnd = lcg(91);
+      const c = ek.kvCache({ layers: 1, batch: B, kvHeads: Hkv, headDim: D, window: W, maxAppend: M, capacity: 4096, dtype, queryHeads: Hq });
+      const r = new RefCache(B, W, W + M - 1);
+      const quant = (rows: number[][]) => rows.map((x) => quantRow(x, dtype));
+      try {
+        for (let step = 0; step < 22; step++) {
+          const counts = [step === 3 ? 0 : 1 + Math.floor((rnd() + 1) / 2 * M) % M, step % 4 === 1 ? 1 : 1 + Math.floor((rnd() + 1) / 2 * 40)];
+          const S = Math.max(...counts), packed = step % 2 === 1;
+          const kp = randomPadded(B, Hkv, S, D, rnd), vp = randomPadded(B, Hkv, S, D, rnd), qp = randomPadded(B, Hq, S, D, rnd);
+          const pack = (x: { t: Tensor; rows: number[][][][] }, H: number): Tensor => {
+            if (!packed) return x.t;
+            const out: number[] = [];
+            for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) for (let h = 0; h < H; h++) out.push(...x.rows[b][s][h]);
+            return ek.tensor('float32', [counts[0] + counts[1], H, D], out);
+          };
+          const k = pack(kp, Hkv), v = pack(vp, Hkv), q = pack(qp, Hq);
+          const lensNow = c.lengths;
+          c.append(0, k, v, { lengths: counts });
+          for (let b = 0; b < B; b++) for (let s = 0; s < counts[b]; s++) { r.k[b].push(quant(kp.rows[b][s])); r.v[b].push(quant(vp.rows[b][s])); }
+          const out = countingKernels(ek, (calls) => {
+            const y = c.attend(0, q, { scale: 0.25, impl: 'TRT_Attention' });
+            expect(calls, `step ${step}`).toEqual(['flash']);
+            return y;
+          });
+          const o = out.data as Float32Array;
+          let t = 0;
+          for (let b = 0; b < B; b++) {
+            const kvLen = lensNow[b] + counts[b];
+            for (let s = 0; s < (packed ? counts[b] : S); s++) for (let h = 0; h < Hq; h += 3) {
+              const at = packed ? ((t + s) * Hq + h) * D : ((b * Hq + h) * S + s) * D;
+              const got = o.subarray(at, at + D);
+              if (s >= counts[b]) { expect(Array.from(got)).toEqual(new Array(D).fill(0)); continue; }
+              close(got, r.attend(b, h, G, qp.rows[b][s][h], lensNow[b] + s, kvLen, 0.25), `step ${step} b ${b} s ${s} h ${h}`, 2e-5);
+            }
+            if (packed) t += counts[b];
+          }
+          out.dispose(); q.dispose(); k.dispose(); v.dispose();
+          if (packed) { kp.t.dispose(); vp.t.dispose(); qp.t.dispose(); }
+          c.advance();
+        }
+        expect(c.lengths[0]).toBeGreaterThan(2 * (W + M));
+      } finally {
         c.dispose();
       }
     });
   }
-  it('a ring longer than the window (maxAppend 3) keeps the builtin kernel: the oldest rows are not visible', () => {
-    const Hkv = 2, Hq = 8, D = 64, W = 2048, rnd = lcg(78);
-    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: W, maxAppend: 3, queryHeads: Hq });
-    const r = new RefCache(1, W, W + 2);
-    const calls: string[] = [];
-    const run = ek.run.bind(ek);
-    (ek as { run: typeof ek.run }).run = ((op: string, ...rest: unknown[]) => { calls.push(op); return (run as (...a: unknown[]) => unknown)(op, ...rest); }) as typeof ek.run;
+
+  it('not causal with several queries per sequence keeps the builtin kernel: they all see the same last window positions', () => {
+    const Hkv = 1, Hq = 4, D = 16, W = 40, rnd = lcg(79);
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: W, maxAppend: 8, queryHeads: Hq });
+    const r = new RefCache(1, W, W + 7);
     try {
-      for (let done = 0; done < W + 100; done += 1000) {
-        const n = Math.min(1000, W + 100 - done);
-        const k = randomPadded(1, Hkv, n, D, rnd), v = randomPadded(1, Hkv, n, D, rnd);
+      for (let step = 0; step < 9; step++) {
+        const k = randomPadded(1, Hkv, 8, D, rnd), v = randomPadded(1, Hkv, 8, D, rnd), q = randomPadded(1, Hq, 8, D, rnd);
         c.append(0, k.t, v.t);
-        for (let s = 0; s < n; s++) { r.k[0].push(k.rows[0][s]); r.v[0].push(v.rows[0][s]); }
+        for (let s = 0; s < 8; s++) { r.k[0].push(k.rows[0][s]); r.v[0].push(v.rows[0][s]); }
+        const n = c.lengths[0] + 8;
+        const got = countingKernels(ek, (calls) => {
+          const y = c.attend(0, q.t, { causal: false, scale: 0.3, impl: 'TRT_Attention' });
+          expect(calls).toEqual(['builtin']);
+          return y;
+        });
+        for (let s = 0; s < 8; s++) for (let h = 0; h < Hq; h++) {
+          close((got.data as Float32Array).subarray((h * 8 + s) * D, (h * 8 + s + 1) * D), r.attend(0, h, Hq, q.rows[0][s][h], n - 1, n, 0.3), `step ${step} s ${s} h ${h}`);
+        }
+        got.dispose(); k.t.dispose(); v.t.dispose(); q.t.dispose();
         c.advance();
-        k.t.dispose(); v.t.dispose();
       }
-      const q = randomPadded(1, Hq, 1, D, rnd);
-      calls.length = 0;
-      const got = c.attend(0, q.t, { scale: 0.3 });
-      expect(calls).toEqual([]);
-      const P = W + 99;
-      for (let h = 0; h < Hq; h++) close((got.data as Float32Array).subarray(h * D, (h + 1) * D), r.attend(0, h, Hq / Hkv, q.rows[0][0][h], P, P + 1, 0.3), `h ${h}`);
-      got.dispose(); q.t.dispose();
     } finally {
-      (ek as { run: typeof ek.run }).run = run;
       c.dispose();
     }
   });

@@ -20,7 +20,7 @@ const ADDITIVE_MASKS = ['float64', 'int8', 'int16', 'int32', 'int64', 'uint8', '
 const DT_CODE: Record<string, number> = { float32: 0, float16: 1, bfloat16: 2 };
 const NO_DIAG = 0x3fffffff;
 const PARAM_SLOTS = 39;
-const SEQ_SLOTS = 8;
+const SEQ_SLOTS = 9;
 
 /** One sequence of a batch: element offsets of its first row (token 0, head 0) and its lengths. */
 export interface AttentionSeq {
@@ -31,6 +31,12 @@ export interface AttentionSeq {
   diag: number | null;
   /** Position of query row 0 for a sliding window (plan.winLeft / winRight); default 0. */
   woff?: number;
+  /**
+   * A ring of kvLen rows rotated by rot (0 < rot < kvLen; default 0, no ring): key t is row
+   * (rot + t) mod kvLen from kOff / vOff. A wrapped sliding-window KV cache walks its rows in
+   * position order this way. Only in plans without quantization or a qk output.
+   */
+  rot?: number;
 }
 
 /**
@@ -112,6 +118,7 @@ function runRowDecode(ctx: OpContext, p: AttentionPlan, scratch: number): boolea
   for (let b = 0; b < seqs.length; b++) {
     const s = seqs[b];
     if (s.qLen > 0 && s.diag != null && s.diag !== NO_DIAG && s.diag < s.kvLen - 1) return false;
+    if (s.rot) return false;
   }
   const kern = ctx.exports as unknown as LlmKernels;
   const attend = p.kDtype === 'float32' ? kern.attendF32 : p.kDtype === 'float16' ? kern.attendF16 : kern.attendBF16;
@@ -196,7 +203,7 @@ export function runAttentionPlan(ctx: OpContext, p: AttentionPlan, scratch: numb
   const seqs = p.seqs;
   for (let b = 0, j = seqPtr >>> 2; b < seqs.length; b++, j += SEQ_SLOTS) {
     const s = seqs[b];
-    pi[j] = s.qOff; pi[j + 1] = s.qLen; pi[j + 2] = s.kOff; pi[j + 3] = s.vOff; pi[j + 4] = s.kvLen; pi[j + 5] = s.oOff; pi[j + 6] = s.diag ?? NO_DIAG; pi[j + 7] = s.woff ?? 0;
+    pi[j] = s.qOff; pi[j + 1] = s.qLen; pi[j + 2] = s.kOff; pi[j + 3] = s.vOff; pi[j + 4] = s.kvLen; pi[j + 5] = s.oOff; pi[j + 6] = s.diag ?? NO_DIAG; pi[j + 7] = s.woff ?? 0; pi[j + 8] = s.rot ?? 0;
   }
   ctx.exports.attention(base);
 }
