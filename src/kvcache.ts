@@ -36,7 +36,7 @@ export interface KVCacheOptions {
   capacity?: number;
   /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' / 'float8e4m3fn' with one float32 scale per (token, head) row; or its ONNX TensorProto code. */
   dtype?: string | number;
-  /** Query heads of a decode step (default kvHeads): sizes the query buffer allocated up front, so decode steps allocate nothing. */
+  /** Query heads of a decode step (default kvHeads): sizes the scratch reserved up front, so decode steps allocate nothing. */
   queryHeads?: number;
   /** Sliding window: the query at position p sees p − window + 1 … p (a circular buffer of window + maxAppend − 1 rows). */
   window?: number;
@@ -64,7 +64,8 @@ export interface AttendOptions {
   /** Output tensor, q's shape and dtype; allocated when omitted. */
   out?: Tensor;
   /**
-   * Which kernel: 'TRT_Attention' (the operator, through ek.run), 'builtin' (attendF32/F16/BF16
+   * Which kernel: 'TRT_Attention' (the operator's flash kernel, run straight over the cache
+   * through runAttentionPlan: no operator call, no copy of q), 'builtin' (attendF32/F16/BF16
    * of assembly/llm.ts, called directly) or 'auto' (default): TRT_Attention when the step reads
    * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
    * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
@@ -134,8 +135,6 @@ export class KVCache {
   private scaleViews: (Tensor | null)[];
   /** int8 storage: float32 scales [layers, 2, B, Hkv, rows], one per (token, head) row. */
   private scales: Tensor | null = null;
-  /** Scaled copy of the queries for TRT_Attention (which has no scale attribute); grown on demand. */
-  private qbuf: Tensor | null = null;
   private alive = true;
   private busy = 0; // > 0 while a call reads its arguments (see reading())
 
@@ -177,7 +176,11 @@ export class KVCache {
     try {
       if (SCALED(this.dtype)) this.scales = ek.hold(ek.tensor('float32', [this.layers, 2, this.batch, this.kvHeads, this.rows]));
       meta = ek.hold(ek.tensor('int32', [2 * this.batch + 1]));
-      this.qbuf = ek.hold(ek.tensor('float32', [this.batch * qh * this.headDim]));
+      // a one-token step's scratch for either kernel (queryHeads query heads), reserved now:
+      // a decode loop then allocates nothing, not even on its first step
+      const one = new Int32Array(this.batch).fill(1), full = new Int32Array(this.batch).fill(this.rows);
+      const flash = SCALED(this.dtype) ? 0 : attentionPlanScratch(ek, this.flashPlan(0, 0, 0, qh, 1, false, true, 1, one, full).plan);
+      ek.scratch(Math.max(this.builtinScratchBytes(qh / this.kvHeads), flash));
     } catch (e) {
       this.storage.dispose();
       this.scales?.dispose();
@@ -400,31 +403,29 @@ export class KVCache {
     const kern = llmKernels(this.ek);
     const kvLens = new Int32Array(B);
     for (let b = 0; b < B; b++) kvLens[b] = this.len[b] + (this.pending ? this.pending[b] : 0);
-    // TRT_Attention (the attention family's flash kernel) over a cache without a window;
-    // attendRing (the same kernel) over a window's rings; attendF32/F16/BF16/I8/E4m3 below
-    // for the rest (see AttendOptions.impl). A query sees at most `window` keys.
+    // TRT_Attention's flash kernel (attendFlash) over the rows, or a window's rings;
+    // attendF32/F16/BF16/I8/E4m3 below for the rest (see AttendOptions.impl). A query sees at
+    // most `window` keys.
     let work = 0;
     for (let b = 0; b < B; b++) work += qLen[b] * (this.window ? Math.min(kvLens[b], this.window) : kvLens[b]) * Hq * D;
     const oneRowPerHead = Hq === Hkv && qLen.every((n) => n <= 1);
     const trt = impl === 'TRT_Attention' || ((impl ?? 'auto') === 'auto' && work >= TRT_ATTENTION_MIN_WORK && !oneRowPerHead);
     // A window: the same flash kernel walks each sequence's ring rows in position order
-    // (attendRing), each query from its window's first position, when the queries' lower
+    // (attendFlash), each query from its window's first position, when the queries' lower
     // bounds follow their positions (causal, or one query per sequence). Not causal with
     // several queries, every query sees the same last `window` positions: builtin.
     const flash = trt && !SCALED(this.dtype) && OPS.has('TRT_Attention');
     if (flash && (this.window === 0 || causal || qLen.every((n) => n <= 1))) {
       const out = given ?? this.ek.tensor('float32', q.shape);
       try {
-        if (this.window === 0) this.attendTrt(L, q, out, scale, causal, packed, qLen, kvLens);
-        else this.attendRing(L, q, out, scale, packed, S, qLen, kvLens);
+        this.attendFlash(L, q, out, scale, causal, packed, S, qLen, kvLens);
       } catch (e) {
         if (given === undefined) out.dispose(); // an output allocated here never leaks (OUT_OF_MEMORY in the operator)
         throw e;
       }
       return out;
     }
-    let scratchBytes = 4 * (this.rows * (Hq / Hkv) + 4 * D); // attendF32/F16/BF16: G·N + 4·D floats
-    if (SCALED(this.dtype) && kern.attendQ8ScratchBytes) scratchBytes = Math.max(scratchBytes, kern.attendQ8ScratchBytes(Hq / Hkv, D) >>> 0);
+    const scratchBytes = this.builtinScratchBytes(Hq / Hkv);
     // Sized for the ring's N rows, not this call's lengths: the kernels place their row buffer
     // after G·N scores, and a decode loop then allocates nothing after its first step.
     // Taken before the output is allocated, so an OUT_OF_MEMORY here leaks nothing.
@@ -448,40 +449,30 @@ export class KVCache {
     return out;
   }
 
-  /** Runs TRT_Attention over layer L's keys/values (views) with kv_lengths [B] and query_lengths [B+1] in the cache's meta block. */
-  private attendTrt(L: number, q: Tensor, out: Tensor, scale: number, causal: boolean, packed: boolean, qLen: Int32Array, kvLens: Int32Array): void {
-    const B = this.batch, n = q.size;
-    if (this.qbuf === null || this.qbuf.size < n) {
-      const grown = this.ek.hold(this.ek.tensor('float32', [Math.max(n, this.qbuf ? 2 * this.qbuf.size : 0)]));
-      this.qbuf?.dispose();
-      this.qbuf = grown;
-    }
-    const buf = this.ek.memory.buffer;
-    const src = new Float32Array(buf, q.byteOffset, n), dst = new Float32Array(buf, this.qbuf.byteOffset, n);
-    for (let i = 0; i < n; i++) dst[i] = src[i] * scale;
-    const meta = new Int32Array(buf, this.meta.byteOffset, 2 * B + 1);
-    meta.set(kvLens);
-    meta[B] = 0;
-    for (let b = 0; b < B; b++) meta[B + b + 1] = meta[B + b] + qLen[b];
-    const I32 = dtypeInfo('int32'), F32 = dtypeInfo('float32');
-    const qs = new Tensor(this.ek, F32, q.shape, this.qbuf.byteOffset);
-    const kvl = new Tensor(this.ek, I32, [B], this.meta.byteOffset);
-    const ql = new Tensor(this.ek, I32, [B + 1], this.meta.byteOffset + 4 * B);
-    this.ek.run('TRT_Attention', [qs, this.view(L, 0), this.view(L, 1), null, ql, kvl], {
-      query_form: packed ? 'packed_nhd' : 'padded_bhnd', kv_form: 'padded_bhnd', causal_kind: causal ? 'lower_right' : 'none',
-    }, { outputs: [out] });
+  /**
+   * TRT_Attention's flash kernel straight over the cache (runAttentionPlan, the attention
+   * operators' own entry, on the layer's rows; all checks done, the scale applied by the
+   * kernel: no operator call, no copy of q). Without a window, key t is row t and query i
+   * (position kvLen − qLen + i) sees keys up to its own with `causal`, all of them without.
+   * With a window, sequence b's key t is position kvLen − R + t (R = its rows in use,
+   * min(kvLen, rows)), found in ring row (kvLen − R + t) mod rows: a ring that wrapped is
+   * rotated (AttentionSeq.rot). Query i is at t = R − qLen + i and sees t − window + 1 … t
+   * (the plan's left window and a lower-right causal frontier; the caller takes this path
+   * only when causal or with at most one query per sequence), as the builtin kernel's walk
+   * does; positions the ring no longer holds (t < 0) are never keys.
+   */
+  private attendFlash(L: number, q: Tensor, out: Tensor, scale: number, causal: boolean, packed: boolean, S: number, qLen: Int32Array, kvLens: Int32Array): void {
+    const { plan, short } = this.flashPlan(L, q.byteOffset, out.byteOffset, q.shape[1], S, packed, causal, scale, qLen, kvLens);
+    const scratch = this.ek.scratch(attentionPlanScratch(this.ek, plan));
+    // rows past a sequence's new tokens (padded q) are zeros; the kernel writes the others
+    if (short) out.bytes().fill(0);
+    runAttentionPlan(this.ek, plan, scratch);
+    if (this.ek.debug) this.ek.checkGuards('kvCache.attend');
   }
 
-  /**
-   * The flash kernel straight over a window's rings (runAttentionPlan, the attention
-   * operators' own entry; all checks done). Sequence b's key t is position kvLen − R + t
-   * (R = its rows in use, min(kvLen, rows)), found in ring row (kvLen − R + t) mod rows: a
-   * ring that wrapped is rotated (AttentionSeq.rot). Query i is at t = R − qLen + i and sees
-   * t − window + 1 … t (the plan's left window and a lower-right causal frontier), as the
-   * builtin kernel's walk does; positions the ring no longer holds (t < 0) are never keys.
-   */
-  private attendRing(L: number, q: Tensor, out: Tensor, scale: number, packed: boolean, S: number, qLen: Int32Array, kvLens: Int32Array): void {
-    const B = this.batch, Hkv = this.kvHeads, D = this.headDim, N = this.rows, Hq = q.shape[1];
+  /** attendFlash's plan; `short`: some padded query rows are past their sequence's count. */
+  private flashPlan(L: number, qPtr: number, outPtr: number, Hq: number, S: number, packed: boolean, causal: boolean, scale: number, qLen: Int32Array, kvLens: Int32Array): { plan: AttentionPlan; short: boolean } {
+    const B = this.batch, Hkv = this.kvHeads, D = this.headDim, N = this.rows;
     const seqs: AttentionSeq[] = [];
     let t0 = 0, short = false;
     for (let b = 0; b < B; b++) {
@@ -491,22 +482,26 @@ export class KVCache {
       else if (qLen[b] < S) short = true;
       seqs.push({
         qOff, qLen: qLen[b], kOff: b * Hkv * N * D, vOff: b * Hkv * N * D, kvLen: R, oOff: qOff,
-        diag: R - qLen[b], woff: R - qLen[b], rot: n > N ? (n - N) % N : 0,
+        diag: causal || this.window ? R - qLen[b] : null, woff: R - qLen[b], rot: n > N ? (n - N) % N : 0,
       });
     }
     const qHS = packed ? D : S * D, qTS = packed ? Hq * D : D;
     const plan: AttentionPlan = {
-      q: q.byteOffset, k: this.layerPtr(L, 0), v: this.layerPtr(L, 1), out: out.byteOffset,
+      q: qPtr, k: this.layerPtr(L, 0), v: this.layerPtr(L, 1), out: outPtr,
       Hq, Hkv, D, Dv: D, seqs,
       qHS, qTS, kHS: N * D, kTS: D, vHS: N * D, vTS: D, oHS: qHS, oTS: qTS,
       qDtype: 'float32', kDtype: this.dtype, vDtype: this.dtype, outDtype: 'float32',
-      scale, winLeft: this.window - 1,
+      scale, winLeft: this.window ? this.window - 1 : -1,
     };
-    const scratch = this.ek.scratch(attentionPlanScratch(this.ek, plan));
-    // rows past a sequence's new tokens (padded q) are zeros; the kernel writes the others
-    if (short) out.bytes().fill(0);
-    runAttentionPlan(this.ek, plan, scratch);
-    if (this.ek.debug) this.ek.checkGuards('kvCache.attend');
+    return { plan, short };
+  }
+
+  /** Scratch bytes of the builtin kernels for G query heads per KV head (sized for all N rows). */
+  private builtinScratchBytes(G: number): number {
+    const kern = llmKernels(this.ek);
+    let bytes = 4 * (this.rows * G + 4 * this.headDim); // attendF32/F16/BF16: G·N + 4·D floats
+    if (SCALED(this.dtype) && kern.attendQ8ScratchBytes) bytes = Math.max(bytes, kern.attendQ8ScratchBytes(G, this.headDim) >>> 0);
+    return bytes;
   }
 
   /**
@@ -588,7 +583,6 @@ export class KVCache {
     for (const v of this.scaleViews) v?.dispose();
     this.storage.dispose();
     this.meta.dispose();
-    this.qbuf?.dispose();
     this.scales?.dispose();
   }
 

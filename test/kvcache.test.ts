@@ -902,9 +902,10 @@ describe('bookkeeping rules', () => {
       }
     };
     try {
-      // warm up the scratch once, then nothing may change
-      step(-1); c.advance(); for (let b = 0; b < B; b++) len[b]++;
+      // the constructor reserved a step's scratch (queryHeads): nothing changes from the first step on
       const before = ek.stats(), off = c.byteOffset;
+      step(-1); c.advance(); for (let b = 0; b < B; b++) len[b]++;
+      expect(ek.stats()).toEqual(before);
       for (let i = 0; i < LONG_STEPS; i++) {
         step(i);
         if (i === LONG_STEPS - 1) break; // the last step is checked before advance()
@@ -1014,11 +1015,34 @@ describe('KVCache API audit', () => {
     }
   });
 
+  it('queryHeads: the constructor reserves a one-token step\'s scratch, so the first decode step allocates nothing (either kernel)', async () => {
+    for (const dtype of ['float32', 'int8'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) for (const window of [0, 3000]) {
+      const fresh = await init();
+      try {
+        // 8 query heads over 20,000 rows: the builtin kernel's scores alone are 640 KB
+        const c = fresh.kvCache({ layers: 2, batch: 2, kvHeads: 2, headDim: 16, dtype, ...(window ? { window, capacity: 30_000 } : { capacity: 20_000 }), queryHeads: 16 });
+        const k = fresh.tensor('float32', [2, 2, 1, 16]), q = fresh.tensor('float32', [2, 16, 1, 16]), out = fresh.tensor('float32', [2, 16, 1, 16]);
+        const before = fresh.stats();
+        for (let l = 0; l < 2; l++) { c.append(l, k, k); c.attend(l, q, { impl, out }); }
+        c.advance();
+        expect(fresh.stats(), `${dtype} ${impl} window ${window}`).toEqual(before);
+      } finally {
+        fresh.dispose();
+      }
+    }
+  });
+
   it('attend frees the output it allocated when it throws (OUT_OF_MEMORY getting the scratch)', async () => {
     const small = await init({ initialMemory: 1 << 21, maximumMemory: 1 << 22 });
     try {
-      // 3.2 MB of storage fits; the builtin kernel's scratch for 8 query heads over 100,000 rows (3.2 MB) does not
-      const c = small.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 100_000, queryHeads: 8 });
+      // 3.2 MB of storage fits, and the scratch of a one-query-head step (0.4 MB, reserved
+      // by the constructor); the builtin kernel's scratch for 8 query heads over 100,000 rows
+      // (3.2 MB) does not — asked for up front (queryHeads: 8), construction fails, nothing kept
+      const before0 = small.stats();
+      expectKernelError(() => small.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 100_000, queryHeads: 8 }), 'OUT_OF_MEMORY');
+      expect(small.stats().tensorsLive).toBe(before0.tensorsLive);
+      expect(small.stats().bytesInUse).toBe(before0.bytesInUse);
+      const c = small.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 100_000 });
       const k = small.tensor('float32', [1, 1, 1, 4]);
       c.append(0, k, k);
       const q = small.tensor('float32', [1, 8, 1, 4]);
