@@ -227,7 +227,7 @@ let sStart: usize = 0; // R_MAX i32 first visible key per row (a sliding window;
 let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
 let sOutRow: usize = 0; // R_MAX ptr: output row
 let sQkRow: usize = 0; // R_MAX ptr: qk output row
-let sGLim: usize = 0; // R_MAX / 4 i32: per row group, keys of the current block its rows may see
+let sGLim: usize = 0; // R_MAX / 4 i32: per row group, keys of the current block its rows may see; then (at + R_MAX) the first of them (see gFirst)
 let sKb: usize = 0; // KB rows of K, gathered contiguous
 let sVb: usize = 0; // KB rows of V, gathered contiguous
 let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (see scores())
@@ -438,7 +438,7 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
       const qBase = sQ + <usize>(rg >> 2) * gQ, qEnd = qBase + (<usize>D4 << 4);
       const s0 = sS + <usize>(rg >> 2) * gS + sOff;
       const ge = min(je, load<i32>(sGLim + <usize>rg)); // keys past every row's end: not needed
-      let j = jb;
+      let j = max(jb, gFirst(rg)); // nor keys before every row's window
       for (; j + 1 < ge; j += 2) {
         const k0 = kRow + <usize>j * kStride;
         let kp0 = k0, kp1 = k0 + kStride;
@@ -766,11 +766,14 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
     const SUB = gSub;
     for (let jb = 0; jb < nb; jb += SUB) {
     const jn = min(nb - jb, SUB);
-    const vBase = vRow + <usize>jb * vStride;
     for (let rg = 0; rg < nR4; rg += 4) {
+      // the keys of the sub-block the group's rows may see: from the first after every row's
+      // window start (a hidden key's V is never read) to the last before every row's end
+      const f0 = max(0, gFirst(rg) - jb);
       const gn = min(jn, load<i32>(sGLim + <usize>rg) - jb);
-      if (gn <= 0) continue;
-      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>jb << 4), pEnd = pBase + (<usize>gn << 4);
+      if (gn <= f0) continue;
+      const vBase = vRow + <usize>(jb + f0) * vStride;
+      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>(jb + f0) << 4), pEnd = sS + <usize>(rg >> 2) * gS + sOff + (<usize>(jb + gn) << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       if (sizeof<VT>() == 8 && !SPREAD) {
@@ -849,8 +852,9 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       const pr = sAddr(r) + sOff;
       const cr = sAcc + <usize>r * aRow;
       const n = min(nb, load<i32>(sGLim + <usize>(r & ~3)));
-      for (let jj = 0; jj < n; jj++) {
-        // no skip of w = 0: a hidden key's 0 · Inf / NaN value is NaN in both builds
+      for (let jj = gFirst(r & ~3); jj < n; jj++) {
+        // no skip of w = 0 (only of keys before every window of the group, as in the SIMD
+        // build): a hidden key's 0 · Inf / NaN value is NaN in both builds
         const w = load<f32>(pr + (<usize>jj << 4));
         const vr = vRow + <usize>jj * vStride;
         for (let d = 0; d < Dv; d++) {
@@ -1064,9 +1068,17 @@ function touchTarget(kRow: usize, kStride: usize, vRow: usize, vStride: usize, j
 // @ts-ignore: decorator
 @inline const F16_UNSCALE: f32 = reinterpret<f32>(0x07800000); // 2^−112
 
+/** First key of the current block that row group rg's rows may see (keys before it: before every row's window). */
+@inline function gFirst(rg: i32): i32 {
+  return load<i32>(sGLim + R_MAX + <usize>rg);
+}
+
 /** Every row group takes all nb keys of the block (the two-phase path). */
 function fillGLim(nR4: i32, nb: i32): void {
-  for (let g = 0; g < nR4; g += 4) store<i32>(sGLim + <usize>g, nb);
+  for (let g = 0; g < nR4; g += 4) {
+    store<i32>(sGLim + <usize>g, nb);
+    store<i32>(sGLim + R_MAX + <usize>g, 0);
+  }
 }
 
 /**
@@ -1104,11 +1116,19 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       const nb = j0 < gWrap ? min(KB, min(tileEnd, gWrap) - j0) : min(KB, tileEnd - j0);
       const kB = ringRow(kRow, gK0, kStride, j0), vB = ringRow(vRow, gV0, vStride, j0);
       // per row group, the keys of this block any of its rows sees: a causal tile's later
-      // keys are hidden from its first rows, and those groups skip them (scores, exp, P·V)
+      // keys are hidden from its first rows, and those groups skip them (scores, exp, P·V);
+      // keys before every row's window start (a sliding window, a KV cache's ring) are
+      // skipped by scores and P·V (postGroup hides their stale scores)
       for (let g = 0; g < nR4; g += 4) {
-        let e = 0;
-        for (let r = g; r < g + 4; r++) e = max(e, load<i32>(sEnd + (<usize>r << 2)));
-        store<i32>(sGLim + <usize>g, min(nb, max(0, e - j0)));
+        let e = 0, f = nb;
+        for (let r = g; r < g + 4; r++) {
+          const en = load<i32>(sEnd + (<usize>r << 2)), st = load<i32>(sStart + (<usize>r << 2));
+          e = max(e, en);
+          if (en > st) f = min(f, st - j0);
+        }
+        const lim = min(nb, max(0, e - j0));
+        store<i32>(sGLim + <usize>g, lim);
+        store<i32>(sGLim + R_MAX + <usize>g, min(lim, max(0, f)));
       }
       const tN = touchTarget(kRow, kStride, vRow, vStride, j0, tileEnd, pvTouch);
       const inPV = pvTouch && tN >= nb;

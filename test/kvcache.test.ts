@@ -765,6 +765,42 @@ describe('sliding windows on the flash kernel: the rings walked in position orde
     });
   }
 
+  it('a ring row the query may not see (older than its window) is never read: an Inf / NaN there leaves the output finite', () => {
+    // window 8 with maxAppend 4: the ring keeps 11 rows, so the 3 oldest are stale for a
+    // decode query and sit in the same 64-key block as its visible keys
+    for (const dtype of ['float32', 'float16', 'bfloat16'] as const) for (const bad of [Infinity, NaN]) {
+      const Hkv = 2, G = 4, Hq = Hkv * G, D = 16, W = 8, rnd = lcg(83);
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: W, maxAppend: 4, dtype, queryHeads: Hq });
+      const r = new RefCache(1, W, W + 3);
+      try {
+        for (let p = 0; p < 21; p++) {
+          const k = randomPadded(1, Hkv, 1, D, rnd), v = randomPadded(1, Hkv, 1, D, rnd);
+          if (p === 12) { (k.t.data as Float32Array)[3] = bad; (v.t.data as Float32Array)[5] = bad; k.rows[0][0][0][3] = bad; v.rows[0][0][0][5] = bad; }
+          c.append(0, k.t, v.t);
+          r.k[0].push(k.rows[0][0].map((x) => quantRow(x, dtype))); r.v[0].push(v.rows[0][0].map((x) => quantRow(x, dtype)));
+          k.t.dispose(); v.t.dispose();
+          if (p >= 20) {
+            // position 20 sees 13 … 20; the ring still holds 10 … 20
+            const q = randomPadded(1, Hq, 1, D, rnd);
+            for (const impl of ['TRT_Attention', 'builtin'] as const) {
+              const y = countingKernels(ek, (calls) => {
+                const o = c.attend(0, q.t, { scale: 0.3, impl });
+                expect(calls).toEqual([impl === 'builtin' ? 'builtin' : 'flash']);
+                return o;
+              });
+              for (let h = 0; h < Hq; h++) close((y.data as Float32Array).subarray(h * D, (h + 1) * D), r.attend(0, h, G, q.rows[0][0][h], p, p + 1, 0.3), `${dtype} ${bad} ${impl} h ${h}`);
+              y.dispose();
+            }
+            q.t.dispose();
+          }
+          c.advance();
+        }
+      } finally {
+        c.dispose();
+      }
+    }
+  });
+
   it('not causal with several queries per sequence keeps the builtin kernel: they all see the same last window positions', () => {
     const Hkv = 1, Hq = 4, D = 16, W = 40, rnd = lcg(79);
     const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: W, maxAppend: 8, queryHeads: Hq });
