@@ -431,8 +431,9 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
       runners.push({ variant: v.key, impl: 'edgekernels', fn: ours, note: `Llama.forward(token): the step on the in-place KVCache, ${v.label}${v.key === 'q8' ? ' (runq.c arithmetic: quantizeQ8 + matvecQ8)' : ''}` });
       for (const { impl, s, ort } of v.sessions) {
         // onnxruntime-node: the caches are fed and fetched as the same ORT tensors (preallocated
-        // outputs), so it binds the caller's buffers and TensorScatter takes its in-place path
-        // (writes only the new row), as our step does. onnxruntime-web copies inputs into its
+        // outputs), so it binds the caller's buffers; its TensorScatter still copies the past
+        // cache into the present one (it logs "in-place optimization not activated": 1.30 does
+        // not alias a fed input with a fetched output), then writes the new row. onnxruntime-web copies inputs into its
         // wasm heap and outputs out of it; given aliased preallocated outputs it returns caches
         // without the new row (the check below caught it), so it returns fresh present caches.
         const inPlace = impl === 'ort-node';
@@ -463,7 +464,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
         const check = `check vs ours at pos ${pos}: max |Δlogit| ${maxDiff.toExponential(2)} (max |logit| ${maxAbs.toFixed(3)}), argmax ${argGot}/${argWant}, max |Δ cache row| ${rowDiff.toExponential(2)}`;
         console.error(`# ${impl} ${v.label} ${check} ${ok ? 'OK' : 'MISMATCH: not timed'}`);
         const what = v.key === 'q8' ? `MatMulNBits (bits 8, block ${q8.layout.groupSize}, accuracy_level 4) for every matrix` : 'weights as initializers';
-        if (ok) runners.push({ variant: v.key, impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${v.g.nodes.length} nodes, ${what}, logits + ${inPlace ? `the ${2 * c.nLayers} caches fed and fetched as the same tensors (in place)` : `${2 * c.nLayers} present caches (copies)`}; ${check}` });
+        if (ok) runners.push({ variant: v.key, impl, fn, note: `onnxruntime ${impl.slice(4)} (1 thread), whole per-step graph, ${v.g.nodes.length} nodes, ${what}, logits + ${inPlace ? `the ${2 * c.nLayers} caches fed and fetched as the same tensors (TensorScatter copies past into present)` : `${2 * c.nLayers} present caches (copies)`}; ${check}` });
       }
     }
     runners.push({ variant: 'floor', impl: 'read floor', fn: readWeights, note: `a WebAssembly SIMD loop that only reads ${params * 4} bytes (the float32 weights' size; bench/harness.mjs reader), interleaved with the steps` });
