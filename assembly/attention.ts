@@ -636,8 +636,7 @@ function scaleRow(p: usize, n: i32, c: f32): void {
  * chains (a single chain waited on each pmax's latency: 64 keys took ~200 cycles). pmax
  * never picks a NaN, so the order of the chains does not change the result.
  */
-// @ts-ignore: decorator
-@inline function blockMax(blk: usize, n: i32, m: v128): v128 {
+function blockMax(blk: usize, n: i32, m: v128): v128 {
   let m0 = m, m1 = m, m2 = m, m3 = m;
   let j = 0;
   for (; j + 4 <= n; j += 4) {
@@ -653,8 +652,7 @@ function scaleRow(p: usize, n: i32, c: f32): void {
  * p ← exp(s − mS) in place over a group block of n keys; returns Σp, summed in two chains
  * (one add chain per key was as long as the exponentials' own throughput).
  */
-// @ts-ignore: decorator
-@inline function blockExp(blk: usize, n: i32, mS: v128): v128 {
+function blockExp(blk: usize, n: i32, mS: v128): v128 {
   let s0 = f32x4.splat(0), s1 = f32x4.splat(0);
   let j = 0;
   for (; j + 2 <= n; j += 2) {
