@@ -67,12 +67,12 @@ export interface AttendOptions {
    * Which kernel: 'TRT_Attention' (the operator's flash kernel, run straight over the cache
    * through runAttentionPlan: no operator call, no copy of q), 'builtin' (attendF32/F16/BF16
    * of assembly/llm.ts, called directly) or 'auto' (default): TRT_Attention when the step reads
-   * at least 2^20 query·key products (its flash kernel is faster there), builtin below (no
-   * per-call operator overhead) and for a one-token step without grouped heads (Hq = Hkv),
+   * at least 2^14 query·key products (TRT_ATTENTION_MIN_WORK: its flash kernel is faster
+   * there), builtin below and for a one-token step without grouped heads (Hq = Hkv),
    * which TRT_Attention would hand to this same decode kernel anyway (its flash kernel works
-   * on four query rows per KV head). A window cache runs the same flash kernel straight over
-   * its rings, walking each sequence's rows in position order with every query's window
-   * (not through ek.run: TRT_Attention has no ring or window); only a step that is not causal
+   * on four query rows per KV head). A window cache runs the same flash kernel over its
+   * rings, walking each sequence's rows in position order with every query's window
+   * (TRT_Attention itself has no ring or window); only a step that is not causal
    * and has several queries per sequence (they all see the same last `window` positions,
    * which the kernel's per-row window cannot say) uses builtin. int8 / float8e4m3fn caches
    * always use builtin (it reads their codes and scales).
@@ -80,8 +80,15 @@ export interface AttendOptions {
   impl?: 'auto' | 'TRT_Attention' | 'builtin';
 }
 
-/** Query·key products per attend call from which 'auto' picks TRT_Attention. */
-export const TRT_ATTENTION_MIN_WORK = 1 << 20;
+/**
+ * Query·key products per attend call from which 'auto' picks TRT_Attention's flash kernel.
+ * Same process, decode steps, flash / builtin time: 0.94–1.1 at 2^11–2^12 products, 0.57–1.09
+ * at 2^13 (two query heads per KV head is the builtin kernel's best case: the flash tile
+ * pads to four), 0.64–0.80 at 2^14–2^15, 0.53–0.68 from 2^17 to 2^22 (G = 4, D 64–128);
+ * multi-token steps 0.39–0.48 from 2^14. (1 << 20 until the flash path lost its operator
+ * call: ek.run's checks and a scaled copy of q cost more than the kernel at small sizes.)
+ */
+export const TRT_ATTENTION_MIN_WORK = 1 << 14;
 
 const MAX_LEN = 0x7fffffff;
 const STORAGE = ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const;

@@ -59,6 +59,15 @@ export interface LlamaOptions {
 /** A Q8_0 matrix in instance memory: int8 codes row-major, scales transposed [cols / GS, rows]. */
 interface Q8Weights { q: number; sT: number; rows: number; cols: number }
 
+/**
+ * The decode step's attend options: the cache's builtin kernel (assembly/llm.ts attend*),
+ * always — the kernel whose logits were compared token for token with llama2.c's
+ * run.c (README, "Decode-step kernels and llama2.c models"). 'auto' would move grouped-head
+ * models (stories260K's 8 / 4 heads) to the flash kernel at long positions: also within
+ * rounding of run.c, but summed in another order, and never compared with it.
+ */
+const ATTEND = (out: Tensor, scale: number) => ({ out, scale, impl: 'builtin' as const });
+
 export class Llama {
   readonly config: LlamaConfig;
   /** Where each float32 weight array sits (version-0 checkpoints); undefined for Q8_0 weights (see `q8Layout`). */
@@ -258,7 +267,7 @@ export class Llama {
       k.ropeF32(p.q, p.rope, c.nHeads, hs);
       k.ropeF32(p.kk, p.rope, c.nKvHeads, hs);
       this.cache.append(l, this.kT, this.vT);
-      this.cache.attend(l, this.qT, { out: this.attT, scale: this.scale });
+      this.cache.attend(l, this.qT, ATTEND(this.attT, this.scale));
       k.matvecRows16F32(p.xb2, at(L.wo, l, dim * dim), p.att, dim, dim);
       k.addF32(p.x, p.x, p.xb2, dim);
       k.rmsnormF32(p.xb, p.x, at(L.rmsFfn, l, dim), dim, 1e-5);
@@ -299,7 +308,7 @@ export class Llama {
       k.ropeF32(p.q, p.rope, c.nHeads, hs);
       k.ropeF32(p.kk, p.rope, c.nKvHeads, hs);
       this.cache.append(l, this.kT, this.vT);
-      this.cache.attend(l, this.qT, { out: this.attT, scale: this.scale });
+      this.cache.attend(l, this.qT, ATTEND(this.attT, this.scale));
       k.quantizeQ8(p.xq, p.xs, p.att, dim, gs);
       this.matvecQ8(p.xb2, M.wo[l]);
       k.addF32(p.x, p.x, p.xb2, dim);
