@@ -7,7 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { expect } from 'vitest';
 import * as pkg from '../dist/index.js';
 
-export const { KernelError, DTYPES, DTYPE_NAMES } = pkg;
+export const { KernelError, DTYPES, DTYPE_NAMES, TRT_ATTENTION_MIN_WORK } = pkg;
 
 /**
  * init() for tests: with EK_DEBUG=1 (npm run test:debug) every instance runs in debug mode,

@@ -6,7 +6,7 @@
  */
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { bf16ToF32, expectKernelError, f16ToF32, init, memorySnapshot, type Kernels, type Tensor } from './helpers.js';
+import { TRT_ATTENTION_MIN_WORK, bf16ToF32, expectKernelError, f16ToF32, init, memorySnapshot, type Kernels, type Tensor } from './helpers.js';
 import { attendRow } from './ref/llm.js';
 
 let ek: Kernels;
@@ -795,6 +795,29 @@ describe('sliding windows on the flash kernel: the rings walked in position orde
           }
           c.advance();
         }
+      } finally {
+        c.dispose();
+      }
+    }
+  });
+
+  it("'auto' takes the flash kernel from TRT_ATTENTION_MIN_WORK query-key products, the builtin kernel below and for one row per head", () => {
+    expect(TRT_ATTENTION_MIN_WORK).toBe(1 << 14);
+    const rnd = lcg(85);
+    // work = new queries × keys × query heads × D: 1 × L × 4 × 16 = 2^14 at L = 256
+    for (const [Hkv, G, L, want] of [[1, 4, 255, 'builtin'], [1, 4, 256, 'flash'], [4, 1, 256, 'builtin'], [4, 1, 1024, 'builtin']] as const) {
+      const D = 16, Hq = Hkv * G;
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: 1024, queryHeads: Hq });
+      try {
+        const k = randomPadded(1, Hkv, L, D, rnd), q = randomPadded(1, Hq, 1, D, rnd);
+        c.append(0, k.t, k.t);
+        c.advance();
+        const y = countingKernels(ek, (calls) => {
+          const o = c.attend(0, q.t); // the last position's query over all L keys
+          expect(calls, `Hkv ${Hkv} G ${G} L ${L}`).toEqual([want]);
+          return o;
+        });
+        y.dispose(); k.t.dispose(); q.t.dispose();
       } finally {
         c.dispose();
       }
