@@ -106,7 +106,12 @@ const sampler = orDie(() => new Sampler(c.vocabSize, { temperature: o.temperatur
 console.error(`model: ${label}`);
 console.error(`  dim ${c.dim}, hidden ${c.hiddenDim}, layers ${c.nLayers}, heads ${c.nHeads}/${c.nKvHeads} kv, vocab ${c.vocabSize}, seq_len ${c.seqLen}; build ${ek.stats().build}`);
 if (model.groupSize) console.error(`  weights: Q8_0 (int8, groups of ${model.groupSize}, runq.c's arithmetic)${o.quantize ? ', quantized at load' : ''}`);
-console.error(`  temperature ${o.temperature}, topp ${o.topp}, seed ${seed}, steps ${o.steps}`);
+/** The shortest decimal that reads back as the float32 x (0.9, not 0.8999999761581421). */
+function f32str(x) {
+  for (let p = 1; p < 9; p++) if (Math.fround(Number(x.toPrecision(p))) === x) return String(Number(x.toPrecision(p)));
+  return String(x);
+}
+console.error(`  temperature ${f32str(o.temperature)}, topp ${f32str(o.topp)}, seed ${seed}, steps ${o.steps}`);
 
 const cacheOffset = model.cache.byteOffset;
 const memBefore = ek.stats().memoryBytes;
