@@ -1,8 +1,9 @@
 // The decode loop: tokens/s of the demo's forward pass (embedded tiny model and a
 // stories15M-shaped model with random weights), one decode step of the KV cache
 // (append + attend, one layer, 32 q heads / 8 kv heads, D = 128, L = 4096, and multi-head
-// 32 / 32 heads, D = 128, L = 2048) per cache dtype and attend kernel (TRT_Attention through
-// ek.run, or the builtin attendF32/F16/BF16), and the
+// 32 / 32 heads, D = 128, L = 2048) per cache dtype and attend kernel (TRT_Attention's flash
+// kernel, or the builtin attendF32/F16/BF16), a 64-token chunk into a wrapped sliding window
+// per dtype and kernel, and the
 // classifier matrix-vector product — each model and the classifier also with Q8_0 weights
 // (llama2.c's int8 format, runq.c's arithmetic). Peers in the same run: onnxruntime (web:
 // wasm, 1 thread; node: 1 intra-op thread) running the whole per-step graph of the
