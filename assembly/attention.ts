@@ -798,7 +798,8 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       const gn = min(jn, load<i32>(sGLim + <usize>rg) - jb);
       if (gn <= f0) continue;
       const vBase = vRow + <usize>(jb + f0) * vStride;
-      const pBase = sS + <usize>(rg >> 2) * gS + sOff + (<usize>(jb + f0) << 4), pEnd = sS + <usize>(rg >> 2) * gS + sOff + (<usize>(jb + gn) << 4);
+      const pRow = sS + <usize>(rg >> 2) * gS + sOff; // the group's weights, key 0 of the block
+      const pBase = pRow + (<usize>(jb + f0) << 4), pEnd = pRow + (<usize>(jb + gn) << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       if (sizeof<VT>() == 8 && !SPREAD) {
