@@ -48,7 +48,7 @@
 // the same significand) and multiply by 2^(127 − bias), an exact power-of-two scaling.
 // Inf and NaN codes are patched in with selects.
 
-import { MAGIC, f16BitsToF32V } from './simd';
+import { F16W, MAGIC, f16BitsToF32V, f16BitsToF32VC } from './simd';
 
 // ---- dtype codes -----------------------------------------------------------------
 
@@ -179,21 +179,34 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 @inline function encMiniV(
   b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool, nanFlip: bool = false,
 ): v128 {
-  const u = v128.and(b, i32x4.splat(0x7FFFFFFF));
   const shift = 23 - M;
-  const odd = v128.and(i32x4.shr_u(u, shift), i32x4.splat(1));
-  const nrm = i32x4.shr_u(
-    i32x4.add(i32x4.add(u, i32x4.splat(((bias - 127) << 23) + ((1 << (shift - 1)) - 1))), odd), shift);
-  const magic = i32x4.splat((151 - bias - <i32>M) << 23);
+  return encMiniVC(b, M, bias, lim, nanCode, nanSigned, fnuz, tb, f16nan, nanFlip,
+    i32x4.splat(((bias - 127) << 23) + ((1 << (shift - 1)) - 1)), i32x4.splat((151 - bias - <i32>M) << 23),
+    i32x4.splat((128 - bias) << 23), i32x4.splat(lim), i32x4.splat(0x7FFFFFFF), i32x4.splat(1), i32x4.splat(0x7F800000));
+}
+/**
+ * encMiniV with its constants passed in (rnd: ((bias − 127) << 23) + 2^(22 − M) − 1,
+ * magic: (151 − bias − M) << 23, minN: (128 − bias) << 23, limV: splat(lim); abs
+ * 0x7FFFFFFF, one 1, inf 0x7F800000), so that a
+ * loop can read them from memory before it starts: V8 rebuilds each v128 constant at its
+ * use inside a loop (3–4 instructions apiece; seven of them per vector in the float16 encoder).
+ */
+@inline function encMiniVC(
+  b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool, nanFlip: bool,
+  rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128,
+): v128 {
+  const u = v128.and(b, abs);
+  const shift = 23 - M;
+  const odd = v128.and(i32x4.shr_u(u, shift), one);
+  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(u, rnd), odd), shift);
   const den = i32x4.sub(f32x4.add(u, magic), magic);
-  let mag = v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat((128 - bias) << 23)));
+  let mag = v128.bitselect(den, nrm, i32x4.lt_s(u, minN));
   // When the NaN code is the clamp code, or the one above it, the clamp produces it: a NaN
   // input's code is above every finite code (its exponent is all ones), so min_u with the
   // clamp — raised by one for NaN lanes in the second case — lands on it, saving a select.
   const nanIsClamp = nanCode == lim && !f16nan && (nanSigned || fnuz);
   const nanAboveClamp = nanCode == lim + 1 && !f16nan && (nanSigned || fnuz);
-  let limV = i32x4.splat(lim);
-  if (nanAboveClamp) limV = i32x4.sub(limV, i32x4.gt_s(u, i32x4.splat(0x7F800000)));
+  if (nanAboveClamp) limV = i32x4.sub(limV, i32x4.gt_s(u, inf));
   mag = i32x4.min_u(mag, limV);
   const sign = i32x4.shl(i32x4.shr_u(b, 31), tb - 1);
   let r: v128;
@@ -204,7 +217,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
     r = v128.or(mag, sign);
   }
   if (nanIsClamp || nanAboveClamp) return r;
-  const isNan = i32x4.gt_s(u, i32x4.splat(0x7F800000));
+  const isNan = i32x4.gt_s(u, inf);
   // float16 builds its NaN from the payload (7 more operations): only for a vector that has one
   if (f16nan && !v128.any_true(isNan)) return r;
   let nan = i32x4.splat(nanCode);
@@ -360,13 +373,23 @@ export function castF32ToBf16(src: usize, dst: usize, n: usize): void {
   encodeBf16(src, dst, n);
 }
 
+// encMiniVC's constants for float16 (rnd, magic, minN, limV, abs, one, inf), read before the encoder's loop
+const F16N: usize = memory.data<u32>([
+  0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0x3F000000, 0x3F000000, 0x3F000000, 0x3F000000,
+  0x38800000, 0x38800000, 0x38800000, 0x38800000, 0x00007C00, 0x00007C00, 0x00007C00, 0x00007C00,
+  0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
+  0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
+], 16);
+
 @inline function encodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
+    const rnd = v128.load(F16N), magic = v128.load(F16N, 16), minN = v128.load(F16N, 32), limV = v128.load(F16N, 48);
+    const abs = v128.load(F16N, 64), one = v128.load(F16N, 80), inf = v128.load(F16N, 96);
     for (; i + 8 <= n; i += 8) {
       const p = src + (i << 2);
-      const a = encodeMiniV(v128.load(p), F16, false);
-      const b = encodeMiniV(v128.load(p, 16), F16, false);
+      const a = encMiniVC(v128.load(p), mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16), rnd, magic, minN, limV, abs, one, inf);
+      const b = encMiniVC(v128.load(p, 16), mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16), rnd, magic, minN, limV, abs, one, inf);
       v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(a, b));
     }
   }
@@ -601,13 +624,15 @@ export function castBf16ToF32(src: usize, dst: usize, n: usize): void {
 @inline function decodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
+    // the widening's constants in registers for the whole loop (see F16W)
+    const m = v128.load(F16W), sc = v128.load(F16W, 16), lim = v128.load(F16W, 32), inf = v128.load(F16W, 48);
     for (; i + 8 <= n; i += 8) {
       const v = v128.load(src + (i << 1));
       const p = dst + (i << 2);
       // simd.ts's widening of sign-extended codes: 7 operations per 4 values, where the
       // generic decMiniV takes ~15 (the same bits, Inf / NaN payloads included)
-      v128.store(p, f16BitsToF32V(i32x4.extend_low_i16x8_s(v)));
-      v128.store(p, f16BitsToF32V(i32x4.extend_high_i16x8_s(v)), 16);
+      v128.store(p, f16BitsToF32VC(i32x4.extend_low_i16x8_s(v), m, sc, lim, inf));
+      v128.store(p, f16BitsToF32VC(i32x4.extend_high_i16x8_s(v), m, sc, lim, inf), 16);
     }
   }
   for (; i < n; i++) store<u32>(dst + (i << 2), decMini(<u32>load<u16>(src + (i << 1)), 10, 15, 16, F16));

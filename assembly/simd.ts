@@ -173,15 +173,27 @@
 /** 4 float16 bit patterns (sign-extended to i32 lanes) → 4 float32. */
 // @ts-ignore: decorator
 @inline export function f16BitsToF32V(h: v128): v128 {
+  return f16BitsToF32VC(h, i32x4.splat(0x8fffe000), f32x4.splat(reinterpret<f32>(0x77800000)), f32x4.splat(65536.0), i32x4.splat(0x7f800000));
+}
+/**
+ * f16BitsToF32V with its constants passed in: mask 0x8fffe000, scale 2^112, limit 65536,
+ * Inf 0x7f800000 — F16W's four rows, which a loop reads from memory before it starts (V8
+ * otherwise rebuilds each v128 constant at its use inside the loop, 3–4 instructions).
+ */
+@inline export function f16BitsToF32VC(h: v128, mask: v128, scale: v128, lim: v128, inf: v128): v128 {
   // h: the patterns sign-extended to 32 bits (v128.load16x4_s). Shifted left by 13 the
   // exponent and mantissa land in the float32 fields and the sign in bit 31; the and clears
   // the three copies of the sign shifted into bits 28–30. The multiply by 2^112 rebiases
   // (exact, subnormal halves included, sign kept); exponent 31 (Inf / NaN) comes out as
   // 2^16 · 1.m, so |v| ≥ 65536 marks it and or-ing 0x7f800000 makes it Inf / the same NaN.
-  const x = v128.and(i32x4.shl(h, 13), i32x4.splat(0x8fffe000));
-  const v = f32x4.mul(x, f32x4.splat(reinterpret<f32>(0x77800000))); // 2^112
-  return v128.or(v, v128.and(f32x4.ge(f32x4.abs(v), f32x4.splat(65536.0)), i32x4.splat(0x7f800000)));
+  const v = f32x4.mul(v128.and(i32x4.shl(h, 13), mask), scale);
+  return v128.or(v, v128.and(f32x4.ge(f32x4.abs(v), lim), inf));
 }
+/** f16BitsToF32VC's constants, one v128 each: mask, scale, limit, Inf. */
+export const F16W: usize = memory.data<u32>([
+  0x8fffe000, 0x8fffe000, 0x8fffe000, 0x8fffe000, 0x77800000, 0x77800000, 0x77800000, 0x77800000,
+  0x47800000, 0x47800000, 0x47800000, 0x47800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
+], 16);
 /** 4 float16 at p → 4 float32 (exact). */
 // @ts-ignore: decorator
 @inline export function loadF16x4(p: usize): v128 {
