@@ -48,7 +48,7 @@
 // overlap inputs. Reads may run up to 16 bytes past a row's end (arena padding); writes
 // never leave the output rows.
 import {
-  bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16RowsFinite, f16ScaledV, f16ToF32Scalar, f32ToBF16Scalar,
+  F16W, bf16ToF32Scalar, expNegV, expScalar, f16BitsToF32V, f16BitsToF32VC, f16RowsFinite, f16ScaledV, f16ToF32Scalar, f32ToBF16Scalar,
   f32ToF16Scalar, hsum4, loadBF16x4, loadF16x4, madd, prescaleF16, tanhScalar, tanhV,
 } from './simd';
 
@@ -962,10 +962,12 @@ function pv(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize, touch: 
 function widenF16Rows(dst: usize, src: usize, stride: usize, n: i32, D: i32, c: f32): void {
   const D4 = D & ~3;
   const vc = f32x4.splat(c);
+  // the widening's constants read before the loops, so they stay in registers (see F16W)
+  const m = v128.load(F16W), sc = v128.load(F16W, 16), lim = v128.load(F16W, 32), inf = v128.load(F16W, 48);
   for (let j = 0; j < n; j++) {
     const s = src + <usize>j * stride, o = dst + <usize>j * (<usize>D << 2);
     let d = 0;
-    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), f32x4.mul(loadF16x4(s + (<usize>d << 1)), vc));
+    for (; d < D4; d += 4) v128.store(o + (<usize>d << 2), f32x4.mul(f16BitsToF32VC(v128.load16x4_s(s + (<usize>d << 1)), m, sc, lim, inf), vc));
     for (; d < D; d++) store<f32>(o + (<usize>d << 2), f16ToF32Scalar(<u32>load<u16>(s + (<usize>d << 1))) * c);
   }
 }

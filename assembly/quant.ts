@@ -399,20 +399,30 @@ const F16N: usize = memory.data<u32>([
 @inline function encodeBf16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
+    const half = v128.load(BF16N), one = v128.load(BF16N, 16), qnan = v128.load(BF16N, 32);
+    const sgn = v128.load(BF16N, 48), abs = v128.load(BF16N, 64), inf = v128.load(BF16N, 80);
     for (; i + 8 <= n; i += 8) {
       const p = src + (i << 2);
       const x0 = v128.load(p), x1 = v128.load(p, 16);
-      v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(bf16V(x0), bf16V(x1)));
+      v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(bf16VC(x0, half, one, qnan, sgn, abs, inf), bf16VC(x1, half, one, qnan, sgn, abs, inf)));
     }
   }
   for (; i < n; i++) store<u16>(dst + (i << 1), <u16>f32ToBf16Bits(load<f32>(src + (i << 2))));
 }
 
 @inline function bf16V(b: v128): v128 {
-  const r = i32x4.shr_u(i32x4.add(i32x4.add(b, i32x4.splat(0x7FFF)), v128.and(i32x4.shr_u(b, 16), i32x4.splat(1))), 16);
-  const nan = v128.or(i32x4.splat(0x7FC0), v128.and(i32x4.shr_u(b, 16), i32x4.splat(0x8000)));
-  return v128.bitselect(nan, r, i32x4.gt_s(v128.and(b, i32x4.splat(0x7FFFFFFF)), i32x4.splat(0x7F800000)));
+  return bf16VC(b, i32x4.splat(0x7FFF), i32x4.splat(1), i32x4.splat(0x7FC0), i32x4.splat(0x8000), i32x4.splat(0x7FFFFFFF), i32x4.splat(0x7F800000));
 }
+/** bf16V with its constants passed in (BF16N's rows, read before a loop: V8 rebuilds v128 constants at each use inside one). */
+@inline function bf16VC(b: v128, half: v128, one: v128, qnan: v128, sgn: v128, abs: v128, inf: v128): v128 {
+  const r = i32x4.shr_u(i32x4.add(i32x4.add(b, half), v128.and(i32x4.shr_u(b, 16), one)), 16);
+  const nan = v128.or(qnan, v128.and(i32x4.shr_u(b, 16), sgn));
+  return v128.bitselect(nan, r, i32x4.gt_s(v128.and(b, abs), inf));
+}
+const BF16N: usize = memory.data<u32>([
+  0x7FFF, 0x7FFF, 0x7FFF, 0x7FFF, 1, 1, 1, 1, 0x7FC0, 0x7FC0, 0x7FC0, 0x7FC0, 0x8000, 0x8000, 0x8000, 0x8000,
+  0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
+], 16);
 
 function encodeE8m0(src: usize, dst: usize, n: usize, saturate: bool, mode: i32): void {
   let i: usize = 0;
