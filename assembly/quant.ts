@@ -185,11 +185,11 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
     i32x4.splat((128 - bias) << 23), i32x4.splat(lim), i32x4.splat(0x7FFFFFFF), i32x4.splat(1), i32x4.splat(0x7F800000));
 }
 /**
- * encMiniV with its constants passed in (rnd: ((bias − 127) << 23) + 2^(22 − M) − 1,
- * magic: (151 − bias − M) << 23, minN: (128 − bias) << 23, limV: splat(lim); abs
- * 0x7FFFFFFF, one 1, inf 0x7F800000), so that a
- * loop can read them from memory before it starts: V8 rebuilds each v128 constant at its
- * use inside a loop (3–4 instructions apiece; seven of them per vector in the float16 encoder).
+ * encMiniV with its constants passed in — rnd ((bias − 127) << 23) + 2^(22 − M) − 1,
+ * magic (151 − bias − M) << 23, minN (128 − bias) << 23, limV lim, abs 0x7FFFFFFF, one 1,
+ * inf 0x7F800000 — so that a loop can read them from memory before it starts: V8 rebuilds
+ * each v128 constant at its use inside a loop (3–4 instructions apiece; seven per vector
+ * in the float16 encoder).
  */
 @inline function encMiniVC(
   b: v128, M: u32, bias: i32, lim: u32, nanCode: u32, nanSigned: bool, fnuz: bool, tb: u32, f16nan: bool, nanFlip: bool,
@@ -381,6 +381,12 @@ const F16N: usize = memory.data<u32>([
   0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
 ], 16);
 
+/** encodeMiniV(x, F16, false) with F16N's constants. */
+@inline function encF16VC(x: v128, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128): v128 {
+  return encMiniVC(x, mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16),
+    rnd, magic, minN, limV, abs, one, inf);
+}
+
 @inline function encodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
@@ -388,8 +394,8 @@ const F16N: usize = memory.data<u32>([
     const abs = v128.load(F16N, 64), one = v128.load(F16N, 80), inf = v128.load(F16N, 96);
     for (; i + 8 <= n; i += 8) {
       const p = src + (i << 2);
-      const a = encMiniVC(v128.load(p), mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16), rnd, magic, minN, limV, abs, one, inf);
-      const b = encMiniVC(v128.load(p, 16), mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16), rnd, magic, minN, limV, abs, one, inf);
+      const a = encF16VC(v128.load(p), rnd, magic, minN, limV, abs, one, inf);
+      const b = encF16VC(v128.load(p, 16), rnd, magic, minN, limV, abs, one, inf);
       v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(a, b));
     }
   }
