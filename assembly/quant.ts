@@ -578,6 +578,16 @@ const DEC8: usize = memory.data<u32>([
 @inline function decFinite8V(c: v128, k: i32, mask: v128, scale: v128): v128 {
   return f32x4.mul(v128.and(i32x4.shl(c, 23 - <i32>mM(k)), mask), scale);
 }
+/** The 16 codes of v (no NaN / Inf code among them) → 16 float32 at p, times s when scaled. */
+@inline function storeFinite8(p: usize, v: v128, k: i32, mask: v128, scale: v128, s: v128, scaled: bool): void {
+  const lo = i16x8.extend_low_i8x16_s(v), hi = i16x8.extend_high_i8x16_s(v);
+  const a = decFinite8V(i32x4.extend_low_i16x8_s(lo), k, mask, scale), b = decFinite8V(i32x4.extend_high_i16x8_s(lo), k, mask, scale);
+  const c = decFinite8V(i32x4.extend_low_i16x8_s(hi), k, mask, scale), d = decFinite8V(i32x4.extend_high_i16x8_s(hi), k, mask, scale);
+  v128.store(p, scaled ? f32x4.mul(a, s) : a);
+  v128.store(p, scaled ? f32x4.mul(b, s) : b, 16);
+  v128.store(p, scaled ? f32x4.mul(c, s) : c, 32);
+  v128.store(p, scaled ? f32x4.mul(d, s) : d, 48);
+}
 /** Whether one of the 16 codes of v is a NaN or Inf code (spA, spE: the kind's DEC8_SP row). */
 @inline function hasSpecial8(v: v128, spA: v128, spE: v128): bool {
   return v128.any_true(i8x16.eq(v128.and(v, spA), spE));
@@ -595,11 +605,7 @@ const DEC8: usize = memory.data<u32>([
       const v = v128.load(src + i);
       const p = dst + (i << 2);
       if (!hasSpecial8(v, spA, spE)) {
-        const lo = i16x8.extend_low_i8x16_s(v), hi = i16x8.extend_high_i8x16_s(v);
-        v128.store(p, decFinite8V(i32x4.extend_low_i16x8_s(lo), k, mask, scale));
-        v128.store(p, decFinite8V(i32x4.extend_high_i16x8_s(lo), k, mask, scale), 16);
-        v128.store(p, decFinite8V(i32x4.extend_low_i16x8_s(hi), k, mask, scale), 32);
-        v128.store(p, decFinite8V(i32x4.extend_high_i16x8_s(hi), k, mask, scale), 48);
+        storeFinite8(p, v, k, mask, scale, scale, false);
         continue;
       }
       const lo = i16x8.extend_low_i8x16_u(v), hi = i16x8.extend_high_i8x16_u(v);
@@ -1369,11 +1375,7 @@ export function quantizeF32(
           const v = v128.load(x + i);
           const p = y + (i << 2);
           if (!hasSpecial8(v, spA, spE)) {
-            const lo = i16x8.extend_low_i8x16_s(v), hi = i16x8.extend_high_i8x16_s(v);
-            v128.store(p, f32x4.mul(decFinite8V(i32x4.extend_low_i16x8_s(lo), E4M3FN, mask, scale), s));
-            v128.store(p, f32x4.mul(decFinite8V(i32x4.extend_high_i16x8_s(lo), E4M3FN, mask, scale), s), 16);
-            v128.store(p, f32x4.mul(decFinite8V(i32x4.extend_low_i16x8_s(hi), E4M3FN, mask, scale), s), 32);
-            v128.store(p, f32x4.mul(decFinite8V(i32x4.extend_high_i16x8_s(hi), E4M3FN, mask, scale), s), 48);
+            storeFinite8(p, v, E4M3FN, mask, scale, s, true);
             continue;
           }
           const lo = i16x8.extend_low_i8x16_u(v), hi = i16x8.extend_high_i8x16_u(v);
