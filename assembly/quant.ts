@@ -373,13 +373,14 @@ export function castF32ToBf16(src: usize, dst: usize, n: usize): void {
   encodeBf16(src, dst, n);
 }
 
-// encMiniVC's constants for float16 (rnd, magic, minN, limV, abs, one, inf), read before the encoder's loop
-const F16N: usize = memory.data<u32>([
+// encMiniVC's constants for float16 (rnd, magic, minN, limV, abs, one, inf), read before the encoder's loop.
+// This and the other constant tables are SIMD-only: 0 in the scalar build, so their bytes stay out of it.
+const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0x3F000000, 0x3F000000, 0x3F000000, 0x3F000000,
   0x38800000, 0x38800000, 0x38800000, 0x38800000, 0x00007C00, 0x00007C00, 0x00007C00, 0x00007C00,
   0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
   0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
-], 16);
+], 16) : 0;
 
 /** encodeMiniV(x, F16, false) with F16N's constants. */
 @inline function encF16VC(x: v128, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128): v128 {
@@ -425,10 +426,10 @@ const F16N: usize = memory.data<u32>([
   const nan = v128.or(qnan, v128.and(i32x4.shr_u(b, 16), sgn));
   return v128.bitselect(nan, r, i32x4.gt_s(v128.and(b, abs), inf));
 }
-const BF16N: usize = memory.data<u32>([
+const BF16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0x7FFF, 0x7FFF, 0x7FFF, 0x7FFF, 1, 1, 1, 1, 0x7FC0, 0x7FC0, 0x7FC0, 0x7FC0, 0x8000, 0x8000, 0x8000, 0x8000,
   0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
-], 16);
+], 16) : 0;
 
 function encodeE8m0(src: usize, dst: usize, n: usize, saturate: bool, mode: i32): void {
   let i: usize = 0;
@@ -561,7 +562,7 @@ export function unpackBits(src: usize, dst: usize, n: usize, bits: i32, signed: 
 @inline const DEC8_SP: usize = 32;  // per kind (e4m3fn, e4m3fnuz, e5m2, e5m2fnuz): special-code and-mask, then its value
 // @ts-ignore: decorator
 @inline const DEC8_SC: usize = 160; // per kind: the scale 2^(127 − bias)
-const DEC8: usize = memory.data<u32>([
+const DEC8: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0x87F00000, 0x87F00000, 0x87F00000, 0x87F00000, 0x8FE00000, 0x8FE00000, 0x8FE00000, 0x8FE00000,
   0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F, 0x7F7F7F7F,
   0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x80808080, 0x80808080, 0x80808080, 0x80808080,
@@ -569,7 +570,7 @@ const DEC8: usize = memory.data<u32>([
   0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0xFFFFFFFF, 0x80808080, 0x80808080, 0x80808080, 0x80808080,
   0x7B800000, 0x7B800000, 0x7B800000, 0x7B800000, 0x7B000000, 0x7B000000, 0x7B000000, 0x7B000000,
   0x77800000, 0x77800000, 0x77800000, 0x77800000, 0x77000000, 0x77000000, 0x77000000, 0x77000000,
-], 16);
+], 16) : 0;
 /** Index of kind k (an 8-bit float) in DEC8's per-kind rows. */
 @inline function dec8Row(k: i32): usize {
   return k == E4M3FN ? 0 : k == E4M3FNUZ ? 1 : k == E5M2 ? 2 : 3;

@@ -189,11 +189,11 @@
   const v = f32x4.mul(v128.and(i32x4.shl(h, 13), mask), scale);
   return v128.or(v, v128.and(f32x4.ge(f32x4.abs(v), lim), inf));
 }
-/** f16BitsToF32VC's constants, one v128 each: mask, scale, limit, Inf. */
-export const F16W: usize = memory.data<u32>([
+/** f16BitsToF32VC's constants, one v128 each: mask, scale, limit, Inf (0 in the scalar build, which never reads them: the bytes stay out of that module). */
+export const F16W: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0x8fffe000, 0x8fffe000, 0x8fffe000, 0x8fffe000, 0x77800000, 0x77800000, 0x77800000, 0x77800000,
   0x47800000, 0x47800000, 0x47800000, 0x47800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
-], 16);
+], 16) : 0;
 /** 4 float16 at p → 4 float32 (exact). */
 // @ts-ignore: decorator
 @inline export function loadF16x4(p: usize): v128 {
