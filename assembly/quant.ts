@@ -897,15 +897,31 @@ function f32ToLowBits(src: usize, dst: usize, n: usize): void {
   }
 }
 
+// encMiniVC's constants for float4e2m1 (rnd, magic, minN, limV, abs, one, inf; see F16N)
+const F4N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+  0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0x4A800000, 0x4A800000, 0x4A800000, 0x4A800000,
+  0x3F800000, 0x3F800000, 0x3F800000, 0x3F800000, 0x00000007, 0x00000007, 0x00000007, 0x00000007,
+  0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
+  0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
+], 16) : 0;
+
+/** encodeMiniV(x, F4, true) with F4N's constants. */
+@inline function encF4VC(x: v128, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128): v128 {
+  return encMiniVC(x, mM(F4), mBias(F4), mMax(F4), mNan(F4), mNanSigned(F4), mFnuz(F4), mTb(F4), false, mNanFlip(F4),
+    rnd, magic, minN, limV, abs, one, inf);
+}
+
 function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
+    const rnd = v128.load(F4N), magic = v128.load(F4N, 16), minN = v128.load(F4N, 32), limV = v128.load(F4N, 48);
+    const abs = v128.load(F4N, 64), one = v128.load(F4N, 80), inf = v128.load(F4N, 96);
     for (; i + 16 <= n; i += 16) {
       const p = src + (i << 2);
-      const a = encodeMiniV(v128.load(p), F4, true);
-      const b = encodeMiniV(v128.load(p, 16), F4, true);
-      const c = encodeMiniV(v128.load(p, 32), F4, true);
-      const d = encodeMiniV(v128.load(p, 48), F4, true);
+      const a = encF4VC(v128.load(p), rnd, magic, minN, limV, abs, one, inf);
+      const b = encF4VC(v128.load(p, 16), rnd, magic, minN, limV, abs, one, inf);
+      const c = encF4VC(v128.load(p, 32), rnd, magic, minN, limV, abs, one, inf);
+      const d = encF4VC(v128.load(p, 48), rnd, magic, minN, limV, abs, one, inf);
       v128.store(dst + i, packBytes(a, b, c, d));
     }
   }
