@@ -234,6 +234,13 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 @inline function encodeMiniV(x: v128, k: i32, saturate: bool): v128 {
   return encMiniV(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16, mNanFlip(k));
 }
+/** encodeMiniV with encMiniVC's constants passed in (a loop reads them from its table: F16N, F4N). */
+@inline function encodeMiniVC(
+  x: v128, k: i32, saturate: bool, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128,
+): v128 {
+  return encMiniVC(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16, mNanFlip(k),
+    rnd, magic, minN, limV, abs, one, inf);
+}
 
 @inline function decMiniV(c: v128, M: u32, bias: i32, tb: u32, kind: i32): v128 {
   const signBit: i32 = 1 << (tb - 1);
@@ -382,11 +389,6 @@ const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
 ], 16) : 0;
 
-/** encodeMiniV(x, F16, false) with F16N's constants. */
-@inline function encF16VC(x: v128, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128): v128 {
-  return encMiniVC(x, mM(F16), mBias(F16), mOvf(F16), mNan(F16), mNanSigned(F16), mFnuz(F16), mTb(F16), true, mNanFlip(F16),
-    rnd, magic, minN, limV, abs, one, inf);
-}
 
 @inline function encodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
@@ -395,8 +397,8 @@ const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
     const abs = v128.load(F16N, 64), one = v128.load(F16N, 80), inf = v128.load(F16N, 96);
     for (; i + 8 <= n; i += 8) {
       const p = src + (i << 2);
-      const a = encF16VC(v128.load(p), rnd, magic, minN, limV, abs, one, inf);
-      const b = encF16VC(v128.load(p, 16), rnd, magic, minN, limV, abs, one, inf);
+      const a = encodeMiniVC(v128.load(p), F16, false, rnd, magic, minN, limV, abs, one, inf);
+      const b = encodeMiniVC(v128.load(p, 16), F16, false, rnd, magic, minN, limV, abs, one, inf);
       v128.store(dst + (i << 1), i16x8.narrow_i32x4_u(a, b));
     }
   }
@@ -905,11 +907,6 @@ const F4N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
 ], 16) : 0;
 
-/** encodeMiniV(x, F4, true) with F4N's constants. */
-@inline function encF4VC(x: v128, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128): v128 {
-  return encMiniVC(x, mM(F4), mBias(F4), mMax(F4), mNan(F4), mNanSigned(F4), mFnuz(F4), mTb(F4), false, mNanFlip(F4),
-    rnd, magic, minN, limV, abs, one, inf);
-}
 
 function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
@@ -918,10 +915,10 @@ function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
     const abs = v128.load(F4N, 64), one = v128.load(F4N, 80), inf = v128.load(F4N, 96);
     for (; i + 16 <= n; i += 16) {
       const p = src + (i << 2);
-      const a = encF4VC(v128.load(p), rnd, magic, minN, limV, abs, one, inf);
-      const b = encF4VC(v128.load(p, 16), rnd, magic, minN, limV, abs, one, inf);
-      const c = encF4VC(v128.load(p, 32), rnd, magic, minN, limV, abs, one, inf);
-      const d = encF4VC(v128.load(p, 48), rnd, magic, minN, limV, abs, one, inf);
+      const a = encodeMiniVC(v128.load(p), F4, true, rnd, magic, minN, limV, abs, one, inf);
+      const b = encodeMiniVC(v128.load(p, 16), F4, true, rnd, magic, minN, limV, abs, one, inf);
+      const c = encodeMiniVC(v128.load(p, 32), F4, true, rnd, magic, minN, limV, abs, one, inf);
+      const d = encodeMiniVC(v128.load(p, 48), F4, true, rnd, magic, minN, limV, abs, one, inf);
       v128.store(dst + i, packBytes(a, b, c, d));
     }
   }
