@@ -234,7 +234,7 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
 @inline function encodeMiniV(x: v128, k: i32, saturate: bool): v128 {
   return encMiniV(x, mM(k), mBias(k), saturate ? mMax(k) : mOvf(k), mNan(k), mNanSigned(k), mFnuz(k), mTb(k), k == F16, mNanFlip(k));
 }
-/** encodeMiniV with encMiniVC's constants passed in (a loop reads them from its table: F16N, F4N). */
+/** encodeMiniV with encMiniVC's constants passed in (a loop reads them from its row of ENCN). */
 @inline function encodeMiniVC(
   x: v128, k: i32, saturate: bool, rnd: v128, magic: v128, minN: v128, limV: v128, abs: v128, one: v128, inf: v128,
 ): v128 {
@@ -380,21 +380,32 @@ export function castF32ToBf16(src: usize, dst: usize, n: usize): void {
   encodeBf16(src, dst, n);
 }
 
-// encMiniVC's constants for float16 (rnd, magic, minN, limV, abs, one, inf), read before the encoder's loop.
-// This and the other constant tables are SIMD-only: 0 in the scalar build, so their bytes stay out of it.
-const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+// encMiniVC's constants (rnd, magic, minN, limV, abs, one, inf: a v128 each), one 112-byte
+// row per encoder that reads them before its loop (see encMiniVC). This and the other
+// constant tables are SIMD-only: 0 in the scalar build, so their bytes stay out of it.
+const ENCN: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+  // float16 (ENC_F16): M = 10, bias 15, overflow to Inf 0x7C00
   0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0xC8000FFF, 0x3F000000, 0x3F000000, 0x3F000000, 0x3F000000,
   0x38800000, 0x38800000, 0x38800000, 0x38800000, 0x00007C00, 0x00007C00, 0x00007C00, 0x00007C00,
   0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
   0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
+  // float4e2m1 (ENC_F4): M = 1, bias 1, saturating at 7
+  0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0x4A800000, 0x4A800000, 0x4A800000, 0x4A800000,
+  0x3F800000, 0x3F800000, 0x3F800000, 0x3F800000, 0x00000007, 0x00000007, 0x00000007, 0x00000007,
+  0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
+  0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
 ], 16) : 0;
-
+// @ts-ignore: decorator
+@inline const ENC_F16: usize = 0;
+// @ts-ignore: decorator
+@inline const ENC_F4: usize = 112;
 
 @inline function encodeF16(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
-    const rnd = v128.load(F16N), magic = v128.load(F16N, 16), minN = v128.load(F16N, 32), limV = v128.load(F16N, 48);
-    const abs = v128.load(F16N, 64), one = v128.load(F16N, 80), inf = v128.load(F16N, 96);
+    const t = ENCN + ENC_F16;
+    const rnd = v128.load(t), magic = v128.load(t, 16), minN = v128.load(t, 32), limV = v128.load(t, 48);
+    const abs = v128.load(t, 64), one = v128.load(t, 80), inf = v128.load(t, 96);
     for (; i + 8 <= n; i += 8) {
       const p = src + (i << 2);
       const a = encodeMiniVC(v128.load(p), F16, false, rnd, magic, minN, limV, abs, one, inf);
@@ -899,20 +910,13 @@ function f32ToLowBits(src: usize, dst: usize, n: usize): void {
   }
 }
 
-// encMiniVC's constants for float4e2m1 (rnd, magic, minN, limV, abs, one, inf; see F16N)
-const F4N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
-  0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0xC11FFFFF, 0x4A800000, 0x4A800000, 0x4A800000, 0x4A800000,
-  0x3F800000, 0x3F800000, 0x3F800000, 0x3F800000, 0x00000007, 0x00000007, 0x00000007, 0x00000007,
-  0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x7FFFFFFF, 0x00000001, 0x00000001, 0x00000001, 0x00000001,
-  0x7F800000, 0x7F800000, 0x7F800000, 0x7F800000,
-], 16) : 0;
-
 
 function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
-    const rnd = v128.load(F4N), magic = v128.load(F4N, 16), minN = v128.load(F4N, 32), limV = v128.load(F4N, 48);
-    const abs = v128.load(F4N, 64), one = v128.load(F4N, 80), inf = v128.load(F4N, 96);
+    const t = ENCN + ENC_F4;
+    const rnd = v128.load(t), magic = v128.load(t, 16), minN = v128.load(t, 32), limV = v128.load(t, 48);
+    const abs = v128.load(t, 64), one = v128.load(t, 80), inf = v128.load(t, 96);
     for (; i + 16 <= n; i += 16) {
       const p = src + (i << 2);
       const a = encodeMiniVC(v128.load(p), F4, true, rnd, magic, minN, limV, abs, one, inf);
