@@ -910,7 +910,6 @@ function f32ToLowBits(src: usize, dst: usize, n: usize): void {
   }
 }
 
-
 function encodeF4Bytes(src: usize, dst: usize, n: usize): void {
   let i: usize = 0;
   if (ASC_FEATURE_SIMD) {
