@@ -7,12 +7,12 @@
 // SIMD). Each gets a custom section `edgekernels.build` naming it (src/load.ts reads it),
 // and an embedded copy dist/embed.<build>.js (base64) for the browser/default entry.
 import { execFile } from 'node:child_process';
-import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as esbuild from 'esbuild';
+import { filesHash, kernelInputsHash } from './kernels-stamp.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -56,32 +56,17 @@ const writeAtomic = (file, data) => {
 };
 
 // 1. kernels: the three builds compile in parallel (two cores). They take minutes here, so
-// they are skipped when dist/ still holds what the last build of exactly these inputs wrote:
-// the stamp (kept in node_modules/.cache, out of the package) pairs a hash of every file
-// under assembly/, asconfig.json, this script and the compiler's version with a hash of the
-// files it wrote — contents, not times, so other sources, a fresh clone or a module swapped
-// into dist/ by hand all rebuild. `node scripts/build.mjs --force` (or EK_REBUILD=1) always does.
+// they are skipped when dist/ still holds what the last build of exactly these inputs wrote
+// (the stamp of scripts/kernels-stamp.mjs, kept in node_modules/.cache, out of the
+// package). `node scripts/build.mjs --force` (or EK_REBUILD=1) always compiles them.
 const builds = [
   { target: 'simd', file: 'edgekernels.wasm' },
   { target: 'scalar', file: 'edgekernels.scalar.wasm' },
   { target: 'relaxed', file: 'edgekernels.relaxed.wasm' },
 ];
-const filesUnder = (dir) =>
-  readdirSync(dir, { withFileTypes: true })
-    .flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]))
-    .sort();
-const stampHash = createHash('sha256');
-for (const f of [...filesUnder(join(root, 'assembly')), join(root, 'asconfig.json'), fileURLToPath(import.meta.url)]) {
-  stampHash.update(f.slice(root.length)).update('\0').update(readFileSync(f)).update('\0');
-}
-stampHash.update(JSON.parse(readFileSync(join(root, 'node_modules', 'assemblyscript', 'package.json'), 'utf8')).version);
 const outputs = builds.flatMap((b) => [b.file, `embed.${b.target}.js`]).map((f) => join(dist, f));
-const outputsHash = () => {
-  const h = createHash('sha256');
-  for (const f of outputs) h.update(readFileSync(f));
-  return h.digest('hex');
-};
-const stamp = stampHash.digest('hex');
+const outputsHash = () => filesHash(outputs);
+const stamp = kernelInputsHash(root, fileURLToPath(import.meta.url));
 const stampFile = join(root, 'node_modules', '.cache', 'edgekernels-kernels.stamp');
 const upToDate =
   !process.argv.includes('--force') && !process.env.EK_REBUILD && existsSync(stampFile) && outputs.every((f) => existsSync(f)) &&
