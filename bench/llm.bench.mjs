@@ -11,7 +11,7 @@
 // before timing; for Q8_0 with com.microsoft MatMulNBits over the same codes), MatMul with W
 // as an initializer (MatMulNBits for Q8_0) for the classifier, and Attention-23 with
 // past_key/past_value for the cache decode step.
-import { Llama, Sampler, packRows16, parseQ8Checkpoint, quantizeCheckpoint, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
+import { Llama, Sampler, packQ8Tiles, packRows16, parseQ8Checkpoint, quantizeCheckpoint, randomWeights, ropeTable, tinyModel, weightLayout, writeCheckpoint } from '../dist/index.js';
 import { OnnxGraph } from './onnx.mjs';
 
 const per = (s, k) => ({ median: s.median / k, p10: s.p10 / k, p90: s.p90 / k, runs: s.runs });
@@ -79,14 +79,16 @@ export default async function (h) {
     W.dispose(); x.dispose(); y.dispose();
   }
 
-  // ---- the same classifier as Q8_0: quantizeQ8 + matvecQ8 ------------------------------
+  // ---- the same classifier as Q8_0: quantizeQ8 + matvecQ8Tiled (Llama's layout) ---------
   {
     const d = 32000, n = 288, gs = 32, groups = n / gs;
     const codes = new Int8Array(d * n).map((_, i) => Math.round(127 * Math.sin(i)));
     const scales = new Float32Array(d * groups).map((_, i) => 0.01 + 0.001 * Math.cos(i));
     const sT = new Float32Array(d * groups);
     for (let i = 0; i < d; i++) for (let g = 0; g < groups; g++) sT[g * d + i] = scales[i * groups + g]; // [groups, d]
-    const W = ek.tensor('int8', [d * n], codes), S = ek.tensor('float32', [sT.length], sT);
+    const tiles = new Int8Array(d * n);
+    packQ8Tiles(codes, d, n, tiles);
+    const W = ek.tensor('int8', [d * n], tiles), S = ek.tensor('float32', [sT.length], sT);
     const x = ek.tensor('float32', [n], new Float32Array(n).map((_, i) => Math.cos(i)));
     const xq = ek.tensor('int16', [n]), xs = ek.tensor('float32', [groups]), y = ek.tensor('float32', [d]);
     const name = 'matvec W[32000,288]·x Q8_0, group 32 (stories15M classifier as runq.c: quantize x, int8 products)';
@@ -94,7 +96,7 @@ export default async function (h) {
     const ours = () => {
       for (let k = 0; k < K; k++) {
         ek.exports.quantizeQ8(xq.byteOffset, xs.byteOffset, x.byteOffset, n, gs);
-        ek.exports.matvecQ8(y.byteOffset, W.byteOffset, S.byteOffset, xq.byteOffset, xs.byteOffset, d, n, gs);
+        ek.exports.matvecQ8Tiled(y.byteOffset, W.byteOffset, S.byteOffset, xq.byteOffset, xs.byteOffset, d, n, gs);
       }
     };
     h.emit({ suite: 'llm kernels', case: name, impl: 'edgekernels', stats: per(await h.time(ours, { minMs: 400 }), K), bytes, flops: 2 * d * n });
@@ -429,7 +431,7 @@ export async function decodeStepVsOrt(h, c, weights, checkpoint) {
           for (let hh = 0; hh < c.nKvHeads; hh++) rows.push(d.slice((hh * cap + pos) * hs, (hh * cap + pos + 1) * hs));
         }
       }
-      runners.push({ variant: v.key, impl: 'edgekernels', fn: ours, note: `Llama.forward(token): the step on the in-place KVCache, ${v.label}${v.key === 'q8' ? ' (runq.c arithmetic: quantizeQ8 + matvecQ8)' : ''}` });
+      runners.push({ variant: v.key, impl: 'edgekernels', fn: ours, note: `Llama.forward(token): the step on the in-place KVCache, ${v.label}${v.key === 'q8' ? ' (runq.c arithmetic: quantizeQ8 + matvecQ8Tiled)' : ''}` });
       for (const { impl, s, ort } of v.sessions) {
         // onnxruntime-node: the caches are fed and fetched as the same ORT tensors (preallocated
         // outputs), so it binds the caller's buffers; its TensorScatter still copies the past

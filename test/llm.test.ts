@@ -174,6 +174,54 @@ describe(`Q8_0 kernels: quantizeQ8 and matvecQ8 against runq.c's arithmetic (${b
   });
 });
 
+describe(`Q8_0 tiles: packQ8Tiles and matvecQ8Tiled (${build})`, () => {
+  useBuild(build);
+  // test-side statement of the layout: a full tile of 4 rows stores 8 codes of each row in
+  // turn (row r's codes 8c … 8c+7 at 32c + 8r within the tile); the last d mod 4 rows stay
+  // row-major
+  const refTiles = (w: number[], d: number, n: number): number[] => {
+    const out = w.slice();
+    const full = d - (d % 4);
+    for (let t = 0; t < full; t += 4) {
+      for (let r = 0; r < 4; r++) for (let j = 0; j < n; j++) out[t * n + Math.floor(j / 8) * 32 + r * 8 + (j % 8)] = w[(t + r) * n + j];
+    }
+    return out;
+  };
+
+  it('packQ8Tiles places W[i, j] as the layout states, q8TileOffset finds every code, and only d·n codes are written', () => {
+    const rnd = lcg(13);
+    for (const [d, n] of [[1, 8], [3, 16], [4, 8], [5, 24], [8, 32], [9, 8], [13, 40], [16, 64]]) {
+      const w = Array.from({ length: d * n }, () => Math.floor(rnd() * 255) - 127);
+      const p = new Int8Array(d * n + 2).fill(99);
+      pkg.packQ8Tiles(Int8Array.from(w), d, n, p, 0, 1);
+      expect(Array.from(p.subarray(1, 1 + d * n)), `pack d=${d} n=${n}`).toEqual(refTiles(w, d, n));
+      expect([p[0], p[d * n + 1]]).toEqual([99, 99]);
+      for (let i = 0; i < d; i++) for (let j = 0; j < n; j++) expect(p[1 + pkg.q8TileOffset(d, n, i, j)], `W[${i}, ${j}] d=${d} n=${n}`).toBe(w[i * n + j]);
+    }
+    expect(() => pkg.packQ8Tiles(new Int8Array(12), 1, 12, new Int8Array(12))).toThrow(/multiple of 8 columns, got 12/);
+    expect(() => pkg.packQ8Tiles(new Int8Array(15), 2, 8, new Int8Array(16))).toThrow(/expected at least 16 codes, got 15/);
+  });
+
+  it('matvecQ8Tiled equals runq.c matmul() bit for bit over random shapes, every row tail and group sizes 8..64', () => {
+    fc.assert(fc.property(fc.constantFrom(8, 16, 24, 32, 64), fc.integer({ min: 1, max: 37 }), fc.integer({ min: 1, max: 5 }), fc.integer(), (gs, d, groups, seed) => {
+      const rnd = lcg(seed), n = gs * groups;
+      const wq = Array.from({ length: d * n }, () => Math.floor(rnd() * 255) - 127);
+      const ws = Array.from({ length: (d * n) / gs }, () => Math.fround(rnd() * 0.02));
+      const { q: xq, s: xs } = ref.refQuantize(arr(n, rnd, 3).map(Math.fround), gs);
+      const sT = new Float32Array((d * n) / gs);
+      for (let i = 0; i < d; i++) for (let g = 0; g < groups; g++) sT[g * d + i] = ws[i * groups + g];
+      const W = ek.tensor('int8', [d * n], Int8Array.from(refTiles(wq, d, n))), S = ek.tensor('float32', [sT.length], sT);
+      const Xq = ek.tensor('int16', [n], Int16Array.from(xq)), Xs = f32(xs), out = ek.tensor('float32', [d + 4], new Float32Array(d + 4).fill(7));
+      withTensors([W, S, Xq, Xs, out], () => {
+        kx().matvecQ8Tiled(out.byteOffset, W.byteOffset, S.byteOffset, Xq.byteOffset, Xs.byteOffset, d, n, gs);
+        const got = Array.from(out.data as Float32Array);
+        expect(got.slice(0, d)).toEqual(ref.refMatmulQ8(wq, ws, xq, xs, d, n, gs));
+        expect(got.slice(d)).toEqual([7, 7, 7, 7]); // nothing written past out[d − 1]
+      });
+    }), { seed: 14, numRuns: 120 });
+  });
+});
+
 describe(`elementwise kernels (${build})`, () => {
   useBuild(build);
   const lengths = [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 31, 64, 100, 259];
@@ -376,7 +424,10 @@ describe('llama2.c version-2 (Q8_0) checkpoints', () => {
 
   it("a Q8_0 model's logits follow runq.c's forward pass (float64 reference over dequantized weights and inputs) for 24 steps; also in the scalar build", async () => {
     const odd: Partial<ref.RefConfig> = { dim: 24, hidden: 40, heads: 4, kvHeads: 2, vocab: 37 };
-    for (const [shared, over, gs] of [[false, {}, 16], [true, { hidden: 64 }, 32], [true, odd, 8], [false, odd, 64]] as const) {
+    // group sizes that are multiples of 8 run on 4-row tiles (matvecQ8Tiled; a shared table's
+    // embedding rows read through them, vocab 37 leaving a row-major last row), 4 on the
+    // file's row-major codes (matvecQ8)
+    for (const [shared, over, gs] of [[false, {}, 16], [true, { hidden: 64 }, 32], [true, odd, 8], [false, odd, 64], [true, odd, 4]] as const) {
       const c = { ...cfg, ...over, shared };
       const { bytes, weights } = ref.makeCheckpoint(c, 5);
       const q8 = pkg.quantizeCheckpoint(bytes, { groupSize: gs });

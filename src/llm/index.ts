@@ -6,7 +6,7 @@ export {
 export { Tokenizer, BOS, EOS } from './tokenizer.js';
 export { Sampler, XorShiftRng, sampleMult, sampleTopp, type SamplerOptions } from './sampler.js';
 export { Llama, ropeTable, type LlamaOptions } from './model.js';
-export { packRows16, unpackRow16 } from './pack.js';
+export { packQ8Tiles, packRows16, q8TileOffset, unpackRow16 } from './pack.js';
 export { type LlmKernels } from './kernels.js';
 export { generate, type GenerateOptions, type GenerateResult } from './generate.js';
 export { tinyModel, randomWeights, mulberry32, TINY_CONFIG } from './tiny.js';

@@ -12,6 +12,8 @@ export interface LlmKernels {
   quantizeQ8(q: number, s: number, x: number, n: number, gs: number): void;
   /** runq.c's matmul(): out [d] from int8 W [d, n], scales transposed [n / gs, d], codes q and scales s of x. */
   matvecQ8(out: number, w: number, sT: number, q: number, s: number, d: number, n: number, gs: number): void;
+  /** matvecQ8 with W in the tiles layout (src/llm/pack.ts packQ8Tiles); gs a multiple of 8. */
+  matvecQ8Tiled(out: number, w: number, sT: number, q: number, s: number, d: number, n: number, gs: number): void;
   rmsnormF32(out: number, x: number, w: number, n: number, eps: number): void;
   ropeF32(vec: number, cs: number, nHeads: number, headSize: number): void;
   swigluF32(h: number, g: number, n: number): void;

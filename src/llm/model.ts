@@ -11,9 +11,11 @@
  * gathered from the packed table (unpackRow16); an unshared embedding table stays row-major.
  *
  * A version-2 checkpoint (Q8_0, llama2.c's export.py --version 2) — or any checkpoint with
- * `quantize: 'q8'` — runs runq.c's forward pass instead (forwardQ8): the int8 codes are kept
- * row-major as in the file, each matrix's group scales transposed to [cols / GS, rows] for
- * matvecQ8's 4-row tiles (assembly/q8.ts), and every matrix-vector input is quantized by
+ * `quantize: 'q8'` — runs runq.c's forward pass instead (forwardQ8): the int8 codes are
+ * repacked into 4-row tiles for matvecQ8Tiled when the group size is a multiple of 8
+ * (packQ8Tiles; a shared table's embedding rows are then read through q8TileOffset), else
+ * kept row-major as in the file for matvecQ8; each matrix's group scales are transposed to
+ * [cols / GS, rows] (assembly/q8.ts), and every matrix-vector input is quantized by
  * quantizeQ8 first.
  */
 import { dtypeInfo } from '../dtypes.js';
@@ -26,7 +28,7 @@ import {
   quantizeCheckpoint,
 } from './checkpoint.js';
 import { type LlmKernels, llmKernels } from './kernels.js';
-import { packRows16, unpackRow16 } from './pack.js';
+import { packQ8Tiles, packRows16, q8TileOffset, unpackRow16 } from './pack.js';
 
 const F32 = dtypeInfo('float32');
 const f = Math.fround;
@@ -56,8 +58,8 @@ export interface LlamaOptions {
   groupSize?: number;
 }
 
-/** A Q8_0 matrix in instance memory: int8 codes row-major, scales transposed [cols / GS, rows]. */
-interface Q8Weights { q: number; sT: number; rows: number; cols: number }
+/** A Q8_0 matrix in instance memory: int8 codes in 4-row tiles (tiled) or row-major, scales transposed [cols / GS, rows]. */
+interface Q8Weights { q: number; sT: number; rows: number; cols: number; tiled: boolean }
 
 /**
  * The decode step's attend options: the cache's builtin kernel (assembly/llm.ts attend*),
@@ -148,7 +150,7 @@ export class Llama {
     }
   }
 
-  /** Version 2: int8 codes copied as they are, scales transposed per matrix, norms as float32. */
+  /** Version 2: int8 codes in 4-row tiles (group size a multiple of 8) or as they are, scales transposed per matrix, norms as float32. */
   private loadQ8(checkpoint: Uint8Array, Q: Q8Layout): { weights: Tensor; q8: NonNullable<Llama['q8']> } {
     const ek = this.ek, c = this.config, gs = Q.groupSize;
     const all: [string, Q8Matrix][] = [['emb', Q.tokenEmbedding]];
@@ -178,8 +180,10 @@ export class Llama {
     const mats = { wq: [], wk: [], wv: [], wo: [], w1: [], w2: [], w3: [] } as unknown as NonNullable<Llama['q8']>['mats'];
     for (const [name, m] of all) {
       const n = m.rows * m.cols, groups = m.cols / gs;
-      u8.set(checkpoint.subarray(m.q, m.q + n), qAt);
-      const w: Q8Weights = { q: qAt, sT: weights.byteOffset + fAt * 4, rows: m.rows, cols: m.cols };
+      const tiled = gs % 8 === 0;
+      if (tiled) packQ8Tiles(checkpoint, m.rows, m.cols, u8, m.q, qAt);
+      else u8.set(checkpoint.subarray(m.q, m.q + n), qAt);
+      const w: Q8Weights = { q: qAt, sT: weights.byteOffset + fAt * 4, rows: m.rows, cols: m.cols, tiled };
       // file: scale of (row i, group g) at i·groups + g; here at g·rows + i
       for (let i = 0; i < m.rows; i++) for (let g = 0; g < groups; g++) wf[fAt + g * m.rows + i] = dv.getFloat32(m.s + (i * groups + g) * 4, true);
       fAt += n / gs;
@@ -292,11 +296,12 @@ export class Llama {
     const c = this.config, k = this.k, p = this.ptr, W = this.q8!, M = W.mats, gs = this.groupSize!;
     const dim = c.dim, hid = c.hiddenDim, hs = this.headSize;
     {
-      const mem = this.ek.memory.buffer, e = M.emb, codes = new Int8Array(mem, e.q + token * dim, dim);
+      const mem = this.ek.memory.buffer, e = M.emb, codes = new Int8Array(mem, e.q, e.rows * e.cols);
       const sT = new Float32Array(mem, e.sT, (e.rows * e.cols) / gs), x = new Float32Array(mem, p.x, dim);
+      const at = (i: number) => (e.tiled ? q8TileOffset(e.rows, e.cols, token, i) : token * dim + i);
       for (let g = 0; g < dim / gs; g++) {
         const s = sT[g * e.rows + token];
-        for (let i = g * gs; i < (g + 1) * gs; i++) x[i] = f(codes[i] * s);
+        for (let i = g * gs; i < (g + 1) * gs; i++) x[i] = f(codes[at(i)] * s);
       }
     }
     ropeTable(pos, hs, this.rope);
@@ -327,10 +332,10 @@ export class Llama {
     return this.logits;
   }
 
-  /** out = W·x for the quantized input in p.xq / p.xs (matvecQ8). */
+  /** out = W·x for the quantized input in p.xq / p.xs (matvecQ8Tiled, or matvecQ8 for row-major codes). */
   private matvecQ8(out: number, m: Q8Weights): void {
     const p = this.ptr;
-    this.k.matvecQ8(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, this.groupSize!);
+    (m.tiled ? this.k.matvecQ8Tiled : this.k.matvecQ8)(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, this.groupSize!);
   }
 
   dispose(): void {

@@ -37,3 +37,34 @@ export function unpackRow16(p: Float32Array, at: number, d: number, n: number, r
   const h = Math.min(BLOCK, d - b);
   for (let j = 0, s = at + b * n + (row - b); j < n; j++, s += h) out[outAt + j] = p[s];
 }
+
+/**
+ * The "tiles" layout of Q8_0 codes that matvecQ8Tiled (assembly/q8.ts) reads: W[d, n] int8
+ * (row-major) cut into tiles of 4 rows, each tile stored 8 codes of each row in turn:
+ *     P[4t·n + 32c + 8r + k] = W[4t + r, 8c + k]      (c < n / 8, k < 8)
+ * The last d mod 4 rows stay row-major after the full tiles, so P has W's size and every
+ * row's codes start in the same tile as in W. n must be a multiple of 8.
+ */
+export function packQ8Tiles(src: Int8Array | Uint8Array, d: number, n: number, dst: Int8Array | Uint8Array, srcAt = 0, dstAt = 0): void {
+  if (n % 8 !== 0) throw new KernelError('INVALID_SHAPE', `packQ8Tiles: expected a multiple of 8 columns, got ${n}`);
+  if (src.length - srcAt < d * n) throw new KernelError('INVALID_SHAPE', `packQ8Tiles src: expected at least ${d * n} codes, got ${src.length - srcAt}`);
+  if (dst.length - dstAt < d * n) throw new KernelError('INVALID_SHAPE', `packQ8Tiles dst: expected at least ${d * n} codes, got ${dst.length - dstAt}`);
+  const dt = d - (d % 4);
+  for (let t = 0; t < dt; t += 4) {
+    let o = dstAt + t * n;
+    for (let c = 0; c < n; c += 8) {
+      for (let r = 0; r < 4; r++) {
+        const s = srcAt + (t + r) * n + c;
+        for (let k = 0; k < 8; k++) dst[o++] = src[s + k];
+      }
+    }
+  }
+  for (let i = dt * n; i < d * n; i++) dst[dstAt + i] = src[srcAt + i];
+}
+
+/** Offset (in codes, from the matrix start) of W[row, col] in the tiles layout of a W[d, n]. */
+export function q8TileOffset(d: number, n: number, row: number, col: number): number {
+  if (row >= d - (d % 4)) return row * n + col;
+  const t = row - (row % 4);
+  return t * n + (col - (col % 8)) * 4 + (row % 4) * 8 + (col % 8);
+}
