@@ -356,6 +356,80 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
     eks.dispose();
   });
 
+  // Per-axis and blocked DequantizeLinear into a 16-bit output runs a chunk of whole rows or
+  // whole blocks at a time (src/ops/quant.ts dqChunks); from a decoded type into float32 it
+  // decodes x into y a chunk at a time, then scales y in place: shapes whose
+  // rows span several chunks (blocks per chunk, last block partial), whose rows are shorter
+  // than a chunk (rows per chunk), with an inner dimension (scales per inner element), and an
+  // odd row length that packed types cannot start on a byte (the whole-tensor path) — every
+  // type, float32 and 16-bit outputs, both builds, against the reference element by element.
+  it('per-axis and blocked over several chunks: rows or blocks per chunk, every type, every output, both builds', async () => {
+    const eks = await init({ build: 'scalar' });
+    let rnd = 9001;
+    const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    const setups: { shape: number[]; axis: number; block: number }[] = [
+      { shape: [2, 17000], axis: 1, block: 32 }, // rows longer than a chunk: 512 blocks per chunk, each row's last block 8 long
+      { shape: [1, 6000, 3], axis: 1, block: 32 }, // blocks with an inner dimension: scales per inner element
+      { shape: [48, 400], axis: 0, block: 16 }, // the same on axis 0: two blocks of 6,400 per chunk
+      { shape: [20, 1000], axis: 0, block: 0 }, // per axis, one row of 20,000: 16 axis entries per chunk
+      { shape: [20, 1000], axis: 1, block: 32 }, // rows shorter than a chunk, 16 per chunk, scales 32 per row
+      { shape: [20, 1489], axis: 1, block: 0 }, // odd rows, 11 per chunk; packed types: 8, so each chunk starts on a byte
+      { shape: [2, 16385], axis: 1, block: 16 }, // odd rows longer than a chunk; packed: the second would start mid-byte, whole tensor
+      { shape: [5, 4097], axis: 0, block: 0 }, // odd entries, one row longer than a chunk; packed: whole tensor
+    ];
+    for (const k of [ek, eks]) {
+      for (const st of setups) {
+        const n = size(st.shape);
+        const a = st.axis;
+        const scaleShape = st.block ? st.shape.map((d, i) => (i === a ? Math.ceil(d / st.block) : d)) : [st.shape[a]];
+        const ns = size(scaleShape);
+        for (const t of Q_TYPES) {
+          for (const [sType, outType] of [['float32', undefined], ['float32', 'float16']] as const) {
+            // int8 / uint8 / e4m3fn into float32 is one pass already: covered by the property test
+            if (outType === undefined && (t === 'int8' || t === 'uint8' || t === 'float8e4m3fn')) continue;
+            const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
+            const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
+            const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int8' ? codes.map((c) => (c >= 128 ? c - 256 : c)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+            const s = floatData(sType, Array.from({ length: ns }, () => (next() - 0.3) * 8));
+            const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
+            const zps = Array.from({ length: ns }, () => (isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+            const zp = isFloatQ(t) ? null : { dtype: t, shape: scaleShape, data: qData(t, zps.map((z) => storedCode(t, z))) };
+            const attrs: Record<string, unknown> = { axis: a, block_size: st.block };
+            if (outType) attrs.output_dtype = outType;
+            const [y] = k.run('DequantizeLinear', [{ dtype: t, shape: st.shape, data: xData }, { dtype: sType, shape: scaleShape, data: s.data }, zp], attrs) as [{ data: ArrayLike<number>; dispose(): void }];
+            const o = outType ?? sType;
+            const got = Array.from(y.data);
+            y.dispose();
+            for (let i = 0; i < n; i++) {
+              const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
+              const v = dequantizeValue(qValue(t, codes[i]), s.values[si], zps[si]);
+              const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
+              const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
+              if (!same) expect.fail(`${k.stats().build} ${t} → ${o} shape ${st.shape} axis ${a} block ${st.block} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
+            }
+          }
+        }
+      }
+    }
+    eks.dispose();
+  });
+
+  it('DequantizeLinear of a large blocked int4 tensor needs scratch for a chunk, not for the tensor', async () => {
+    // [1024, 4096] int4, block 32: a float32 copy of x would be 16 MiB, its unpacked codes 4 MiB
+    for (const outType of ['float32', 'float16', 'bfloat16']) {
+      // a fresh instance each time: the scratch area grows by doubling across calls
+      const k = await init();
+      const x = k.tensor('int4', [1024, 4096]), s = k.tensor('float32', [1024, 128], new Float32Array(1024 * 128).fill(0.5));
+      const [y] = k.run('DequantizeLinear', [x, s], { axis: 1, block_size: 32, output_dtype: outType });
+      y.dispose();
+      // room for the 131,072 scales and zero points as float32 (1 MiB), the scales' decode
+      // buffer (128 KiB) and the chunk buffers (80 KiB); the whole-tensor buffers took 5.1 MiB
+      // (float32) and 21 MiB (16-bit outputs)
+      expect(k.stats().scratchBytes, outType).toBeLessThan(1.5 * (1 << 20));
+      k.dispose();
+    }
+  });
+
   it('quantize then dequantize stays within half a step for in-range values', () => {
     fc.assert(
       fc.property(

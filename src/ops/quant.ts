@@ -41,7 +41,7 @@ const Q_SCALE_TYPES: readonly DType[] = [...SCALE_TYPES, 'int32'];
 const Q_X_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'int32'];
 const DQ_X_TYPES: readonly DType[] = [...Q_TYPES, 'int32'];
 const DQ_OUT_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
-/** Elements per chunk of a per-tensor DequantizeLinear from a decoded type (64 KiB of float32). */
+/** Elements per chunk of a DequantizeLinear from a decoded type or into a 16-bit output (64 KiB of float32). */
 const DQ_CHUNK = 16384;
 
 const align16 = (n: number): number => Math.ceil(n / 16) * 16;
@@ -320,6 +320,33 @@ function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAt
   return { outer, D, inner, B: blockSize, sO: Sb * inner, sD: inner, sI: 1 };
 }
 
+/**
+ * How DequantizeLinear goes over x at most DQ_CHUNK elements at a time: per tensor (`run`) in
+ * runs of DQ_CHUNK; else `rows` whole outer rows of the fold per chunk, or, rows being
+ * longer, `blocks` whole blocks of one outer row. Packed x (4 / 2 bits) must start every
+ * chunk on a byte: a count of elements that is a multiple of 8 always does (DQ_CHUNK is
+ * one), so a count that does not is rounded down to one. null when no whole row or block
+ * fits a chunk that way.
+ */
+function dqChunks(f: Fold, bits: number): { run: boolean; rows: number; blocks: number } | null {
+  if (f.outer === 1 && f.D === 1 && f.sI === 0) return { run: true, rows: 0, blocks: 0 };
+  const rowElems = f.D * f.inner, blockElems = f.B * f.inner;
+  const onByte = (elems: number) => (elems * bits) % 8 === 0;
+  /** Units of `elems` elements per chunk, so that the chunk starts on a byte. */
+  const fit = (elems: number) => {
+    const k = Math.floor(DQ_CHUNK / elems);
+    return onByte(k * elems) ? k : k - (k % 8);
+  };
+  if (rowElems === 0) return null;
+  if (rowElems <= DQ_CHUNK) {
+    const rows = fit(rowElems);
+    return rows > 0 ? { run: false, rows, blocks: 0 } : null;
+  }
+  // (each row's first chunk starts at a multiple of rowElems)
+  const blocks = blockElems <= DQ_CHUNK && onByte(rowElems) ? fit(blockElems) : 0;
+  return blocks > 0 ? { run: false, rows: 0, blocks } : null;
+}
+
 /** Scale values: finite everywhere; non-zero too when `nonZero`. */
 function checkScales(op: string, what: string, s: Tensor, nonZero: boolean): void {
   const d = s.data as Float32Array | Uint16Array | Uint8Array;
@@ -523,28 +550,57 @@ const dequantizeLinear: OpDef = {
     const direct = x!.dtype === 'int8' || x!.dtype === 'uint8' || x!.dtype === 'float8e4m3fn';
     const needY32 = out !== 'float32';
     const bits = x!.info.bits;
-    // per tensor, x decoded by the kernels: a chunk at a time (see below)
-    const chunked = !direct && count === 1 && x!.dtype !== 'int32';
+    // A 16-bit output, or a per-tensor x the kernels decode first: a chunk at a time (see
+    // below). Into float32 per axis / blocked, x decoded (in chunks, so the unpacking of
+    // 4- / 2-bit codes needs DQ_CHUNK bytes, not n) into y and scaled there in place: a
+    // chunk at a time, that took 1.06× the time (int4 → float32, [1024, 4096], block 32:
+    // a store-only stream into y is slower here than y read, scaled and written back).
+    // int8 / uint8 / e4m3fn into float32 is one pass anyway.
+    const f = fold;
+    const plan = x!.dtype !== 'int32' && (needY32 || (!direct && count === 1)) ? dqChunks(f, bits) : null;
     const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 +
-      (chunked ? align16(DQ_CHUNK * 4) + align16(DQ_CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0));
+      (plan ? align16(DQ_CHUNK * 4) + align16(DQ_CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(DQ_CHUNK) : 0));
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
     const useZp = zp !== null && !floatIn;
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
     let p = next;
-    if (chunked) {
-      // Decode, scale (and encode a 16-bit output) DQ_CHUNK elements at a time through a
-      // cache-resident buffer: one pass over y instead of decoding all of x into y (or a
-      // float32 copy of it) and going over that again. Chunks start at multiples of 8
-      // elements, so packed x starts each on a byte.
+    if (plan) {
+      // Decode, scale (and encode a 16-bit output) up to DQ_CHUNK elements at a time through
+      // a cache-resident buffer: one pass over y instead of decoding all of x into y (or a
+      // float32 copy of it) and going over that again. A piece is elements [e0, e0 + m):
+      // `outer` whole rows of the fold, or whole blocks of one row, or (per tensor) a run of
+      // its one row; its scales and zero points start at index sIdx (blocks start on
+      // multiples of B, so the kernel's block arithmetic holds within the piece), and packed
+      // x starts it on a byte (dqChunks).
       const e = ctx.exports, buf = p, unpack = p + align16(DQ_CHUNK * 4);
-      const outBits = y.info.bits;
-      for (let i = 0; i < n; i += DQ_CHUNK) {
-        const m = Math.min(DQ_CHUNK, n - i);
-        e.decodeToF32(x!.byteOffset + (i * bits) / 8, buf, m, x!.info.onnx, unpack);
-        e.dequantizeF32(buf, needY32 ? buf : y.byteOffset + i * 4, 1, 1, m, 1, sPtr, zPtr, 0, 0, 0, 1);
-        if (needY32) e.encodeFromF32(buf, y.byteOffset + (i * outBits) / 8, m, y.info.onnx, 1, 0, 0);
+      const outBits = y.info.bits, rowElems = f.D * f.inner;
+      const piece = (e0: number, m: number, outer: number, D: number, inner: number, sIdx: number) => {
+        let src = x!.byteOffset + e0, code = x!.info.onnx;
+        if (!direct) {
+          e.decodeToF32(x!.byteOffset + (e0 * bits) / 8, buf, m, code, unpack);
+          src = buf;
+          code = 1;
+        }
+        e.dequantizeF32(src, needY32 ? buf : y.byteOffset + e0 * 4, outer, D, inner, f.B, sPtr + sIdx * 4, zPtr ? zPtr + sIdx * 4 : 0, f.sO, f.sD, f.sI, code);
+        if (needY32) e.encodeFromF32(buf, y.byteOffset + (e0 * outBits) / 8, m, y.info.onnx, 1, 0, 0);
+      };
+      if (plan.run) {
+        for (let i = 0; i < n; i += DQ_CHUNK) piece(i, Math.min(DQ_CHUNK, n - i), 1, 1, Math.min(DQ_CHUNK, n - i), 0);
+      } else if (plan.rows) {
+        for (let o = 0; o < f.outer; o += plan.rows) {
+          const k = Math.min(plan.rows, f.outer - o);
+          piece(o * rowElems, k * rowElems, k, f.D, f.inner, o * f.sO);
+        }
+      } else {
+        const step = plan.blocks * f.B;
+        for (let o = 0; o < f.outer; o++) {
+          for (let d0 = 0; d0 < f.D; d0 += step) {
+            const d1 = Math.min(f.D, d0 + step);
+            piece(o * rowElems + d0 * f.inner, (d1 - d0) * f.inner, 1, d1 - d0, f.inner, o * f.sO + (d0 / f.B) * f.sD);
+          }
+        }
       }
       return [y];
     }
@@ -553,11 +609,13 @@ const dequantizeLinear: OpDef = {
     let xPtr = x!.byteOffset, code = x!.info.onnx;
     if (!direct) {
       if (x!.dtype === 'int32') new Float32Array(ctx.memory.buffer, y32, n).set(x!.data as Int32Array);
-      else ctx.exports.decodeToF32(x!.byteOffset, y32, n, x!.info.onnx, p);
+      else {
+        // DQ_CHUNK elements at a time (a multiple of 8: packed x starts each on a byte)
+        for (let i = 0; i < n; i += DQ_CHUNK) ctx.exports.decodeToF32(x!.byteOffset + (i * bits) / 8, y32 + i * 4, Math.min(DQ_CHUNK, n - i), code, p);
+      }
       xPtr = y32;
       code = 1;
     }
-    const f = fold;
     ctx.exports.dequantizeF32(xPtr, y32, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, code);
     if (needY32) ctx.exports.encodeFromF32(y32, y.byteOffset, n, y.info.onnx, 1, 0, 0);
     return [y];
