@@ -119,6 +119,22 @@ const setupArb: fc.Arbitrary<Setup> = fc
 const size = (s: number[]): number => s.reduce((a, b) => a * b, 1);
 const normAxis = (axis: number, r: number): number => (axis < 0 ? axis + r : axis);
 
+/**
+ * Shapes over several chunks of the QuantizeLinear / DequantizeLinear chunk walk (src/ops/quant.ts
+ * chunkPlan): rows longer than a chunk (blocks per chunk), shorter (rows per chunk), with an
+ * inner dimension, and odd lengths that packed types cannot start on a byte.
+ */
+const CHUNK_SETUPS: { shape: number[]; axis: number; block: number }[] = [
+  { shape: [2, 17000], axis: 1, block: 32 }, // rows longer than a chunk: 512 blocks per chunk, each row's last block 8 long
+  { shape: [1, 6000, 3], axis: 1, block: 32 }, // blocks with an inner dimension: scales per inner element
+  { shape: [48, 400], axis: 0, block: 16 }, // the same on axis 0: two blocks of 6,400 per chunk
+  { shape: [20, 1000], axis: 0, block: 0 }, // per axis, one row of 20,000: 16 axis entries per chunk
+  { shape: [20, 1000], axis: 1, block: 32 }, // rows shorter than a chunk, 16 per chunk, scales 32 per row
+  { shape: [20, 1489], axis: 1, block: 0 }, // odd rows, 11 per chunk; packed types: 8, so each chunk starts on a byte
+  { shape: [2, 16385], axis: 1, block: 16 }, // odd rows longer than a chunk; packed: the second would start mid-byte, whole tensor
+  { shape: [5, 4097], axis: 0, block: 0 }, // odd entries, one row longer than a chunk; packed: whole tensor
+];
+
 describe('QuantizeLinear against the reference (fast-check)', () => {
   it('per-tensor, per-axis and blocked; every quantized type; float32/float16/bfloat16 x and scales', () => {
     fc.assert(
@@ -163,6 +179,42 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
       ),
       { seed: 4242, numRuns: 150 },
     );
+  });
+
+  // float16 / bfloat16 x (decoded to float32 first) and 4- / 2-bit outputs (codes packed
+  // after) run a chunk of whole rows or blocks at a time: CHUNK_SETUPS, every such case,
+  // against the reference element by element (the walk is host code: one build suffices)
+  it('per-axis and blocked over several chunks: float16 / bfloat16 x and packed outputs', () => {
+    let rnd = 1234;
+    const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
+    {
+      const k = ek;
+      for (const st of CHUNK_SETUPS) {
+        const n = size(st.shape), a = st.axis;
+        const scaleShape = st.block ? st.shape.map((d, i) => (i === a ? Math.ceil(d / st.block) : d)) : [st.shape[a]];
+        const ns = size(scaleShape);
+        for (const out of Q_TYPES) {
+          for (const xType of ['float32', 'float16', 'bfloat16'] as const) {
+            if (xType === 'float32' && !subBits(out)) continue; // one pass already
+            const range = isFloatQ(out) ? 600 : Number(INT_RANGES[out][1]) * 3;
+            const x = floatData(xType, Array.from({ length: n }, () => (next() * 2 - 1) * range));
+            const s = floatData('float32', Array.from({ length: ns }, () => 0.25 + next() * 4));
+            const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);
+            const zps = Array.from({ length: ns }, () => (isFloatQ(out) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+            const zp = isFloatQ(out) ? null : { dtype: out, shape: scaleShape, data: qData(out, zps.map((z) => storedCode(out, z))) };
+            const attrs: Record<string, unknown> = { axis: a, block_size: st.block, output_dtype: out };
+            const [y] = k.run('QuantizeLinear', [{ dtype: xType, shape: st.shape, data: x.data }, { dtype: 'float32', shape: scaleShape, data: s.data }, zp], attrs) as [{ data: Uint8Array; dispose(): void }];
+            const got = outCodes(out, y.data, n);
+            y.dispose();
+            for (let i = 0; i < n; i++) {
+              const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
+              const want = storedCode(out, quantizeValue(x.values[i], s.values[si], zp ? zps[si] : null, out, true, 'float32'));
+              if (got[i] !== want) expect.fail(`${xType} → ${out} shape ${st.shape} axis ${a} block ${st.block} [${i}]: x ${x.values[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
+            }
+          }
+        }
+      }
+    }
   });
 
   // Long runs: the kernels' vector loops (16 / 32 / 64 elements), their tails and the
@@ -362,23 +414,14 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
   // rows span several chunks (blocks per chunk, last block partial), whose rows are shorter
   // than a chunk (rows per chunk), with an inner dimension (scales per inner element), and an
   // odd row length that packed types cannot start on a byte (the whole-tensor path) — every
-  // type, float32 and 16-bit outputs, both builds, against the reference element by element.
-  it('per-axis and blocked over several chunks: rows or blocks per chunk, every type, every output, both builds', async () => {
-    const eks = await init({ build: 'scalar' });
+  // type, float32 and 16-bit outputs, against the reference element by element (the walk is
+  // host code: one build suffices).
+  it('per-axis and blocked over several chunks: rows or blocks per chunk, every type, every output', () => {
     let rnd = 9001;
     const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    const setups: { shape: number[]; axis: number; block: number }[] = [
-      { shape: [2, 17000], axis: 1, block: 32 }, // rows longer than a chunk: 512 blocks per chunk, each row's last block 8 long
-      { shape: [1, 6000, 3], axis: 1, block: 32 }, // blocks with an inner dimension: scales per inner element
-      { shape: [48, 400], axis: 0, block: 16 }, // the same on axis 0: two blocks of 6,400 per chunk
-      { shape: [20, 1000], axis: 0, block: 0 }, // per axis, one row of 20,000: 16 axis entries per chunk
-      { shape: [20, 1000], axis: 1, block: 32 }, // rows shorter than a chunk, 16 per chunk, scales 32 per row
-      { shape: [20, 1489], axis: 1, block: 0 }, // odd rows, 11 per chunk; packed types: 8, so each chunk starts on a byte
-      { shape: [2, 16385], axis: 1, block: 16 }, // odd rows longer than a chunk; packed: the second would start mid-byte, whole tensor
-      { shape: [5, 4097], axis: 0, block: 0 }, // odd entries, one row longer than a chunk; packed: whole tensor
-    ];
-    for (const k of [ek, eks]) {
-      for (const st of setups) {
+    {
+      const k = ek;
+      for (const st of CHUNK_SETUPS) {
         const n = size(st.shape);
         const a = st.axis;
         const scaleShape = st.block ? st.shape.map((d, i) => (i === a ? Math.ceil(d / st.block) : d)) : [st.shape[a]];
@@ -405,13 +448,12 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
               const v = dequantizeValue(qValue(t, codes[i]), s.values[si], zps[si]);
               const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
               const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
-              if (!same) expect.fail(`${k.stats().build} ${t} → ${o} shape ${st.shape} axis ${a} block ${st.block} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
+              if (!same) expect.fail(`${t} → ${o} shape ${st.shape} axis ${a} block ${st.block} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
             }
           }
         }
       }
     }
-    eks.dispose();
   });
 
   it('DequantizeLinear of a large blocked int4 tensor needs scratch for a chunk, not for the tensor', async () => {

@@ -19,7 +19,7 @@ import type { Tensor } from '../tensor.js';
 import { fail, normalizeAxis, product } from './checks.js';
 import type { AttrValue, OpContext, OpDef } from './registry.js';
 
-/** Elements per pivot chunk (a multiple of 4 so packed types start on a byte). */
+/** Elements per pivot chunk (a multiple of 8 so packed types start on a byte). */
 const CHUNK = 16384;
 
 /** Dtypes whose every value float32 holds exactly. */
@@ -41,9 +41,6 @@ const Q_SCALE_TYPES: readonly DType[] = [...SCALE_TYPES, 'int32'];
 const Q_X_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16', 'int32'];
 const DQ_X_TYPES: readonly DType[] = [...Q_TYPES, 'int32'];
 const DQ_OUT_TYPES: readonly DType[] = ['float32', 'float16', 'bfloat16'];
-/** Elements per chunk of a DequantizeLinear from a decoded type or into a 16-bit output (64 KiB of float32). */
-const DQ_CHUNK = 16384;
-
 const align16 = (n: number): number => Math.ceil(n / 16) * 16;
 
 function dtypeAttr(op: string, name: string, v: AttrValue): DTypeInfo | undefined {
@@ -321,30 +318,57 @@ function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAt
 }
 
 /**
- * How DequantizeLinear goes over x at most DQ_CHUNK elements at a time: per tensor (`run`) in
- * runs of DQ_CHUNK; else `rows` whole outer rows of the fold per chunk, or, rows being
- * longer, `blocks` whole blocks of one outer row. Packed x (4 / 2 bits) must start every
- * chunk on a byte: a count of elements that is a multiple of 8 always does (DQ_CHUNK is
- * one), so a count that does not is rounded down to one. null when no whole row or block
- * fits a chunk that way.
+ * How QuantizeLinear / DequantizeLinear go over x at most CHUNK elements at a time: per
+ * tensor (`run`) in runs of CHUNK; else `rows` whole outer rows of the fold per chunk, or,
+ * rows being longer, `blocks` whole blocks of one outer row. The packed side (4 / 2 bits:
+ * x of DequantizeLinear, y of QuantizeLinear) must start every chunk on a byte: a count of
+ * elements that is a multiple of 8 always does (CHUNK is one), so a count that does not is
+ * rounded down to one. null when no whole row or block fits a chunk that way.
  */
-function dqChunks(f: Fold, bits: number): { run: boolean; rows: number; blocks: number } | null {
+type ChunkPlan = { run: boolean; rows: number; blocks: number };
+function chunkPlan(f: Fold, bits: number): ChunkPlan | null {
   if (f.outer === 1 && f.D === 1 && f.sI === 0) return { run: true, rows: 0, blocks: 0 };
   const rowElems = f.D * f.inner, blockElems = f.B * f.inner;
   const onByte = (elems: number) => (elems * bits) % 8 === 0;
   /** Units of `elems` elements per chunk, so that the chunk starts on a byte. */
   const fit = (elems: number) => {
-    const k = Math.floor(DQ_CHUNK / elems);
+    const k = Math.floor(CHUNK / elems);
     return onByte(k * elems) ? k : k - (k % 8);
   };
   if (rowElems === 0) return null;
-  if (rowElems <= DQ_CHUNK) {
+  if (rowElems <= CHUNK) {
     const rows = fit(rowElems);
     return rows > 0 ? { run: false, rows, blocks: 0 } : null;
   }
   // (each row's first chunk starts at a multiple of rowElems)
-  const blocks = blockElems <= DQ_CHUNK && onByte(rowElems) ? fit(blockElems) : 0;
+  const blocks = blockElems <= CHUNK && onByte(rowElems) ? fit(blockElems) : 0;
   return blocks > 0 ? { run: false, rows: 0, blocks } : null;
+}
+
+/**
+ * Calls piece(e0, m, outer, D, inner, sIdx) for each chunk of `plan` over the n elements of
+ * fold f: elements [e0, e0 + m) are `outer` rows of D × inner (or D rows of one outer row's
+ * whole blocks, or a run of a per-tensor x), whose scales and zero points start at index sIdx
+ * (blocks start on multiples of B, so a kernel's block arithmetic holds within the piece).
+ */
+function forEachChunk(f: Fold, plan: ChunkPlan, n: number, piece: (e0: number, m: number, outer: number, D: number, inner: number, sIdx: number) => void): void {
+  const rowElems = f.D * f.inner;
+  if (plan.run) {
+    for (let i = 0; i < n; i += CHUNK) piece(i, Math.min(CHUNK, n - i), 1, 1, Math.min(CHUNK, n - i), 0);
+  } else if (plan.rows) {
+    for (let o = 0; o < f.outer; o += plan.rows) {
+      const k = Math.min(plan.rows, f.outer - o);
+      piece(o * rowElems, k * rowElems, k, f.D, f.inner, o * f.sO);
+    }
+  } else {
+    const step = plan.blocks * f.B;
+    for (let o = 0; o < f.outer; o++) {
+      for (let d0 = 0; d0 < f.D; d0 += step) {
+        const d1 = Math.min(f.D, d0 + step);
+        piece(o * rowElems + d0 * f.inner, (d1 - d0) * f.inner, 1, d1 - d0, f.inner, o * f.sO + (d0 / f.B) * f.sD);
+      }
+    }
+  }
 }
 
 /** Scale values: finite everywhere; non-zero too when `nonZero`. */
@@ -494,7 +518,12 @@ const quantizeLinear: OpDef = {
     const bits = DTYPES[out].bits;
     const needX = x!.dtype !== 'float32';
     const f64 = prec === PRECISION.float64;
-    const scratchBytes = 2 * align16(count * 4) + align16(count) + (f64 ? 13 * CHUNK : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0) + (ctx.exports.quantizeF32ScratchBytes() >>> 0)) + 64;
+    // x decoded to float32 first (float16 / bfloat16) or the codes packed after (4 / 2 bits):
+    // a chunk of whole rows or blocks at a time through cache-resident buffers (chunkPlan),
+    // so the scratch area holds a chunk, not a float32 copy of x and a byte per code
+    const plan = !f64 && x!.dtype !== 'int32' && (needX || bits < 8) ? chunkPlan(fold, bits) : null;
+    const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 + (f64 ? 13 * CHUNK :
+      (plan ? align16(CHUNK * 4) + align16(CHUNK) : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0)) + (ctx.exports.quantizeF32ScratchBytes() >>> 0));
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
@@ -508,6 +537,22 @@ const quantizeLinear: OpDef = {
     }
     let xPtr = x!.byteOffset;
     let p = next;
+    const f = fold;
+    if (plan) {
+      const e = ctx.exports, xBuf = p, qBuf = p + align16(CHUNK * 4), tmp = qBuf + align16(CHUNK);
+      const code = DTYPES[out].onnx, sat = attrs.saturate === 1 ? 1 : 0;
+      forEachChunk(f, plan, n, (e0, m, outer, D, inner, sIdx) => {
+        let src = x!.byteOffset + e0 * 4;
+        if (needX) {
+          e.decodeToF32(x!.byteOffset + (e0 * x!.info.bits) / 8, xBuf, m, x!.info.onnx, 0);
+          src = xBuf;
+        }
+        const dst = bits < 8 ? qBuf : y.byteOffset + (e0 * bits) / 8;
+        e.quantizeF32(src, dst, outer, D, inner, f.B, sPtr + sIdx * 4, zPtr ? zPtr + sIdx * 4 : 0, f.sO, f.sD, f.sI, code, sat, prec, tmp);
+        if (bits < 8) e.packBits(qBuf, y.byteOffset + (e0 * bits) / 8, m, bits);
+      });
+      return [y];
+    }
     if (needX) {
       xPtr = p;
       p += align16(n * 4);
@@ -516,7 +561,6 @@ const quantizeLinear: OpDef = {
     }
     const yPtr = bits < 8 ? p : y.byteOffset;
     if (bits < 8) p += align16(n);
-    const f = fold;
     ctx.exports.quantizeF32(xPtr, yPtr, f.outer, f.D, f.inner, f.B, sPtr, zPtr, f.sO, f.sD, f.sI, DTYPES[out].onnx, attrs.saturate === 1 ? 1 : 0, prec, p);
     if (bits < 8) ctx.exports.packBits(yPtr, y.byteOffset, n, bits);
     return [y];
@@ -552,14 +596,14 @@ const dequantizeLinear: OpDef = {
     const bits = x!.info.bits;
     // A 16-bit output, or a per-tensor x the kernels decode first: a chunk at a time (see
     // below). Into float32 per axis / blocked, x decoded (in chunks, so the unpacking of
-    // 4- / 2-bit codes needs DQ_CHUNK bytes, not n) into y and scaled there in place: a
+    // 4- / 2-bit codes needs CHUNK bytes, not n) into y and scaled there in place: a
     // chunk at a time, that took 1.06× the time (int4 → float32, [1024, 4096], block 32:
     // a store-only stream into y is slower here than y read, scaled and written back).
     // int8 / uint8 / e4m3fn into float32 is one pass anyway.
     const f = fold;
-    const plan = x!.dtype !== 'int32' && (needY32 || (!direct && count === 1)) ? dqChunks(f, bits) : null;
+    const plan = x!.dtype !== 'int32' && (needY32 || (!direct && count === 1)) ? chunkPlan(f, bits) : null;
     const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 +
-      (plan ? align16(DQ_CHUNK * 4) + align16(DQ_CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(DQ_CHUNK) : 0));
+      (plan ? align16(CHUNK * 4) + align16(CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(CHUNK) : 0));
     const base = ctx.scratch(scratchBytes);
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
@@ -567,16 +611,11 @@ const dequantizeLinear: OpDef = {
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
     let p = next;
     if (plan) {
-      // Decode, scale (and encode a 16-bit output) up to DQ_CHUNK elements at a time through
+      // Decode, scale (and encode a 16-bit output) up to CHUNK elements at a time through
       // a cache-resident buffer: one pass over y instead of decoding all of x into y (or a
-      // float32 copy of it) and going over that again. A piece is elements [e0, e0 + m):
-      // `outer` whole rows of the fold, or whole blocks of one row, or (per tensor) a run of
-      // its one row; its scales and zero points start at index sIdx (blocks start on
-      // multiples of B, so the kernel's block arithmetic holds within the piece), and packed
-      // x starts it on a byte (dqChunks).
-      const e = ctx.exports, buf = p, unpack = p + align16(DQ_CHUNK * 4);
-      const outBits = y.info.bits, rowElems = f.D * f.inner;
-      const piece = (e0: number, m: number, outer: number, D: number, inner: number, sIdx: number) => {
+      // float32 copy of it) and going over that again.
+      const e = ctx.exports, buf = p, unpack = p + align16(CHUNK * 4), outBits = y.info.bits;
+      forEachChunk(f, plan, n, (e0, m, outer, D, inner, sIdx) => {
         let src = x!.byteOffset + e0, code = x!.info.onnx;
         if (!direct) {
           e.decodeToF32(x!.byteOffset + (e0 * bits) / 8, buf, m, code, unpack);
@@ -585,23 +624,7 @@ const dequantizeLinear: OpDef = {
         }
         e.dequantizeF32(src, needY32 ? buf : y.byteOffset + e0 * 4, outer, D, inner, f.B, sPtr + sIdx * 4, zPtr ? zPtr + sIdx * 4 : 0, f.sO, f.sD, f.sI, code);
         if (needY32) e.encodeFromF32(buf, y.byteOffset + (e0 * outBits) / 8, m, y.info.onnx, 1, 0, 0);
-      };
-      if (plan.run) {
-        for (let i = 0; i < n; i += DQ_CHUNK) piece(i, Math.min(DQ_CHUNK, n - i), 1, 1, Math.min(DQ_CHUNK, n - i), 0);
-      } else if (plan.rows) {
-        for (let o = 0; o < f.outer; o += plan.rows) {
-          const k = Math.min(plan.rows, f.outer - o);
-          piece(o * rowElems, k * rowElems, k, f.D, f.inner, o * f.sO);
-        }
-      } else {
-        const step = plan.blocks * f.B;
-        for (let o = 0; o < f.outer; o++) {
-          for (let d0 = 0; d0 < f.D; d0 += step) {
-            const d1 = Math.min(f.D, d0 + step);
-            piece(o * rowElems + d0 * f.inner, (d1 - d0) * f.inner, 1, d1 - d0, f.inner, o * f.sO + (d0 / f.B) * f.sD);
-          }
-        }
-      }
+      });
       return [y];
     }
     const y32 = needY32 ? p : y.byteOffset;
@@ -610,8 +633,8 @@ const dequantizeLinear: OpDef = {
     if (!direct) {
       if (x!.dtype === 'int32') new Float32Array(ctx.memory.buffer, y32, n).set(x!.data as Int32Array);
       else {
-        // DQ_CHUNK elements at a time (a multiple of 8: packed x starts each on a byte)
-        for (let i = 0; i < n; i += DQ_CHUNK) ctx.exports.decodeToF32(x!.byteOffset + (i * bits) / 8, y32 + i * 4, Math.min(DQ_CHUNK, n - i), code, p);
+        // CHUNK elements at a time (a multiple of 8: packed x starts each on a byte)
+        for (let i = 0; i < n; i += CHUNK) ctx.exports.decodeToF32(x!.byteOffset + (i * bits) / 8, y32 + i * 4, Math.min(CHUNK, n - i), code, p);
       }
       xPtr = y32;
       code = 1;
