@@ -456,7 +456,7 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
     }
   });
 
-  it('DequantizeLinear of a large blocked int4 tensor needs scratch for a chunk, not for the tensor', async () => {
+  it('QuantizeLinear / DequantizeLinear of a large blocked int4 tensor need scratch for a chunk, not for the tensor', async () => {
     // [1024, 4096] int4, block 32: a float32 copy of x would be 16 MiB, its unpacked codes 4 MiB
     for (const outType of ['float32', 'float16', 'bfloat16']) {
       // a fresh instance each time: the scratch area grows by doubling across calls
@@ -470,6 +470,14 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
       expect(k.stats().scratchBytes, outType).toBeLessThan(1.5 * (1 << 20));
       k.dispose();
     }
+    // and back: QuantizeLinear from float16 into int4 (a float32 copy of x and a byte per
+    // code took 21 MiB)
+    const k = await init();
+    const x = k.tensor('float16', [1024, 4096]), s = k.tensor('float32', [1024, 128], new Float32Array(1024 * 128).fill(0.5));
+    const [y] = k.run('QuantizeLinear', [x, s], { axis: 1, block_size: 32, output_dtype: 'int4' });
+    y.dispose();
+    expect(k.stats().scratchBytes, 'QuantizeLinear float16 → int4').toBeLessThan(1.5 * (1 << 20));
+    k.dispose();
   });
 
   it('quantize then dequantize stays within half a step for in-range values', () => {
