@@ -119,12 +119,27 @@ const setupArb: fc.Arbitrary<Setup> = fc
 const size = (s: number[]): number => s.reduce((a, b) => a * b, 1);
 const normAxis = (axis: number, r: number): number => (axis < 0 ? axis + r : axis);
 
+/** n random codes of quantized type t, and x's data for them (packed 4 / 2 bits, signed int8 / int16). */
+function randomCodes(t: QType, n: number, next: () => number): { codes: number[]; xData: Uint8Array | number[] } {
+  const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
+  const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
+  const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int8' ? codes.map((c) => (c >= 128 ? c - 256 : c)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+  return { codes, xData };
+}
+
+/** Whether DequantizeLinear output element `got` (dtype o's data form) is the reference value v rounded to o. */
+function dqMatches(o: FType, v: number, got: number): boolean {
+  const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
+  return Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got) : Number.isNaN(decodeMini(FORMATS[o], got))) : Object.is(got, want) || got === want;
+}
+
 /**
  * Shapes over several chunks of the QuantizeLinear / DequantizeLinear chunk walk (src/ops/quant.ts
  * chunkPlan): rows longer than a chunk (blocks per chunk), shorter (rows per chunk), with an
  * inner dimension, and odd lengths that packed types cannot start on a byte.
  */
-const CHUNK_SETUPS: { shape: number[]; axis: number; block: number }[] = [
+type ChunkSetup = { shape: number[]; axis: number; block: number };
+const CHUNK_SETUPS: ChunkSetup[] = [
   { shape: [2, 17000], axis: 1, block: 32 }, // rows longer than a chunk: 512 blocks per chunk, each row's last block 8 long
   { shape: [1, 6000, 3], axis: 1, block: 32 }, // blocks with an inner dimension: scales per inner element
   { shape: [48, 400], axis: 0, block: 16 }, // the same on axis 0: two blocks of 6,400 per chunk
@@ -134,6 +149,8 @@ const CHUNK_SETUPS: { shape: number[]; axis: number; block: number }[] = [
   { shape: [2, 16385], axis: 1, block: 16 }, // odd rows longer than a chunk; packed: the second would start mid-byte, whole tensor
   { shape: [5, 4097], axis: 0, block: 0 }, // odd entries, one row longer than a chunk; packed: whole tensor
 ];
+/** A CHUNK_SETUPS entry's scale shape: blocked along its axis, or one scale per axis entry. */
+const chunkScaleShape = (st: ChunkSetup): number[] => (st.block ? st.shape.map((d, i) => (i === st.axis ? Math.ceil(d / st.block) : d)) : [st.shape[st.axis]]);
 
 describe('QuantizeLinear against the reference (fast-check)', () => {
   it('per-tensor, per-axis and blocked; every quantized type; float32/float16/bfloat16 x and scales', () => {
@@ -187,30 +204,27 @@ describe('QuantizeLinear against the reference (fast-check)', () => {
   it('per-axis and blocked over several chunks: float16 / bfloat16 x and packed outputs', () => {
     let rnd = 1234;
     const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    {
-      const k = ek;
-      for (const st of CHUNK_SETUPS) {
-        const n = size(st.shape), a = st.axis;
-        const scaleShape = st.block ? st.shape.map((d, i) => (i === a ? Math.ceil(d / st.block) : d)) : [st.shape[a]];
-        const ns = size(scaleShape);
-        for (const out of Q_TYPES) {
-          for (const xType of ['float32', 'float16', 'bfloat16'] as const) {
-            if (xType === 'float32' && !subBits(out)) continue; // one pass already
-            const range = isFloatQ(out) ? 600 : Number(INT_RANGES[out][1]) * 3;
-            const x = floatData(xType, Array.from({ length: n }, () => (next() * 2 - 1) * range));
-            const s = floatData('float32', Array.from({ length: ns }, () => 0.25 + next() * 4));
-            const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);
-            const zps = Array.from({ length: ns }, () => (isFloatQ(out) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
-            const zp = isFloatQ(out) ? null : { dtype: out, shape: scaleShape, data: qData(out, zps.map((z) => storedCode(out, z))) };
-            const attrs: Record<string, unknown> = { axis: a, block_size: st.block, output_dtype: out };
-            const [y] = k.run('QuantizeLinear', [{ dtype: xType, shape: st.shape, data: x.data }, { dtype: 'float32', shape: scaleShape, data: s.data }, zp], attrs) as [{ data: Uint8Array; dispose(): void }];
-            const got = outCodes(out, y.data, n);
-            y.dispose();
-            for (let i = 0; i < n; i++) {
-              const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
-              const want = storedCode(out, quantizeValue(x.values[i], s.values[si], zp ? zps[si] : null, out, true, 'float32'));
-              if (got[i] !== want) expect.fail(`${xType} → ${out} shape ${st.shape} axis ${a} block ${st.block} [${i}]: x ${x.values[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
-            }
+    for (const st of CHUNK_SETUPS) {
+      const n = size(st.shape), a = st.axis;
+      const scaleShape = chunkScaleShape(st);
+      const ns = size(scaleShape);
+      for (const out of Q_TYPES) {
+        for (const xType of ['float32', 'float16', 'bfloat16'] as const) {
+          if (xType === 'float32' && !subBits(out)) continue; // one pass already
+          const range = isFloatQ(out) ? 600 : Number(INT_RANGES[out][1]) * 3;
+          const x = floatData(xType, Array.from({ length: n }, () => (next() * 2 - 1) * range));
+          const s = floatData('float32', Array.from({ length: ns }, () => 0.25 + next() * 4));
+          const [lo, hi] = isFloatQ(out) ? [0, 0] : INT_RANGES[out].map(Number);
+          const zps = Array.from({ length: ns }, () => (isFloatQ(out) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+          const zp = isFloatQ(out) ? null : { dtype: out, shape: scaleShape, data: qData(out, zps.map((z) => storedCode(out, z))) };
+          const attrs: Record<string, unknown> = { axis: a, block_size: st.block, output_dtype: out };
+          const [y] = ek.run('QuantizeLinear', [{ dtype: xType, shape: st.shape, data: x.data }, { dtype: 'float32', shape: scaleShape, data: s.data }, zp], attrs) as [{ data: Uint8Array; dispose(): void }];
+          const got = outCodes(out, y.data, n);
+          y.dispose();
+          for (let i = 0; i < n; i++) {
+            const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
+            const want = storedCode(out, quantizeValue(x.values[i], s.values[si], zp ? zps[si] : null, out, true, 'float32'));
+            if (got[i] !== want) expect.fail(`${xType} → ${out} shape ${st.shape} axis ${a} block ${st.block} [${i}]: x ${x.values[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
           }
         }
       }
@@ -345,9 +359,7 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
           const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
           const n = size(st.shape);
           const ns = size(st.scaleShape);
-          const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
-          const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
-          const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int8' ? codes.map((c) => (c >= 128 ? c - 256 : c)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+          const { codes, xData } = randomCodes(t, n, next);
           const s = floatData(sType, Array.from({ length: ns }, () => (next() - 0.3) * 8));
           const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
           const zps = Array.from({ length: ns }, () => (isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
@@ -363,9 +375,7 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
           for (let i = 0; i < n; i++) {
             const si = scaleIndex(st.shape, i, st.scaleShape, a, st.mode === 'block' ? st.block : 0);
             const v = dequantizeValue(qValue(t, codes[i]), s.values[si], withZp ? zps[si] : 0);
-            const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
-            const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
-            if (!same) expect.fail(`${t} → ${o} ${st.mode} shape ${st.shape} axis ${st.axis} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${withZp ? zps[si] : 0} → got ${got[i]}, want ${want}`);
+            if (!dqMatches(o, v, got[i])) expect.fail(`${t} → ${o} ${st.mode} shape ${st.shape} axis ${st.axis} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${withZp ? zps[si] : 0} → got ${got[i]}, want ${v} in ${o}`);
           }
         },
       ),
@@ -385,9 +395,7 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
     for (const k of [ek, eks]) {
       for (const t of Q_TYPES.filter((q) => q !== 'int8' && q !== 'uint8' && q !== 'float8e4m3fn')) {
         for (const [sType, outType] of [['float32', undefined], ['float16', undefined], ['float32', 'bfloat16']] as const) {
-          const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
-          const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
-          const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
+          const { codes, xData } = randomCodes(t, n, next);
           const s = floatData(sType, [(next() - 0.3) * 8]);
           const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
           const z = isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1));
@@ -398,9 +406,7 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
           y.dispose();
           for (let i = 0; i < n; i++) {
             const v = dequantizeValue(qValue(t, codes[i]), s.values[0], z);
-            const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
-            const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
-            if (!same) expect.fail(`${k.stats().build} ${t} → ${o} [${i}]: code ${codes[i]} s ${s.values[0]} zp ${z} → got ${got[i]}, want ${want}`);
+            if (!dqMatches(o, v, got[i])) expect.fail(`${k.stats().build} ${t} → ${o} [${i}]: code ${codes[i]} s ${s.values[0]} zp ${z} → got ${got[i]}, want ${v} in ${o}`);
           }
         }
       }
@@ -419,37 +425,30 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
   it('per-axis and blocked over several chunks: rows or blocks per chunk, every type, every output', () => {
     let rnd = 9001;
     const next = () => ((rnd = (rnd * 1103515245 + 12345) & 0x7fffffff) / 0x7fffffff);
-    {
-      const k = ek;
-      for (const st of CHUNK_SETUPS) {
-        const n = size(st.shape);
-        const a = st.axis;
-        const scaleShape = st.block ? st.shape.map((d, i) => (i === a ? Math.ceil(d / st.block) : d)) : [st.shape[a]];
-        const ns = size(scaleShape);
-        for (const t of Q_TYPES) {
-          for (const [sType, outType] of [['float32', undefined], ['float32', 'float16']] as const) {
-            // int8 / uint8 / e4m3fn into float32 is one pass already: covered by the property test
-            if (outType === undefined && (t === 'int8' || t === 'uint8' || t === 'float8e4m3fn')) continue;
-            const bitsOf = subBits(t) || (t.endsWith('16') ? 16 : 8);
-            const codes = Array.from({ length: n }, () => Math.floor(next() * 2 ** bitsOf));
-            const xData = subBits(t) ? pack(codes, subBits(t)) : t === 'int8' ? codes.map((c) => (c >= 128 ? c - 256 : c)) : t === 'int16' ? codes.map((c) => (c >= 32768 ? c - 65536 : c)) : codes;
-            const s = floatData(sType, Array.from({ length: ns }, () => (next() - 0.3) * 8));
-            const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
-            const zps = Array.from({ length: ns }, () => (isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
-            const zp = isFloatQ(t) ? null : { dtype: t, shape: scaleShape, data: qData(t, zps.map((z) => storedCode(t, z))) };
-            const attrs: Record<string, unknown> = { axis: a, block_size: st.block };
-            if (outType) attrs.output_dtype = outType;
-            const [y] = k.run('DequantizeLinear', [{ dtype: t, shape: st.shape, data: xData }, { dtype: sType, shape: scaleShape, data: s.data }, zp], attrs) as [{ data: ArrayLike<number>; dispose(): void }];
-            const o = outType ?? sType;
-            const got = Array.from(y.data);
-            y.dispose();
-            for (let i = 0; i < n; i++) {
-              const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
-              const v = dequantizeValue(qValue(t, codes[i]), s.values[si], zps[si]);
-              const want = o === 'float32' ? v : o === 'float16' ? encodeF16(v, f32Bits(v)) : Number.isNaN(v) ? 0x7fc0 : encodeMini(FORMATS.bfloat16, v, false);
-              const same = Number.isNaN(v) ? (o === 'float32' ? Number.isNaN(got[i]) : Number.isNaN(decodeMini(FORMATS[o], got[i]))) : Object.is(got[i], want) || got[i] === want;
-              if (!same) expect.fail(`${t} → ${o} shape ${st.shape} axis ${a} block ${st.block} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${want}`);
-            }
+    for (const st of CHUNK_SETUPS) {
+      const n = size(st.shape);
+      const a = st.axis;
+      const scaleShape = chunkScaleShape(st);
+      const ns = size(scaleShape);
+      for (const t of Q_TYPES) {
+        for (const [sType, outType] of [['float32', undefined], ['float32', 'float16']] as const) {
+          // int8 / uint8 / e4m3fn into float32 is one pass already: covered by the property test
+          if (outType === undefined && (t === 'int8' || t === 'uint8' || t === 'float8e4m3fn')) continue;
+          const { codes, xData } = randomCodes(t, n, next);
+          const s = floatData(sType, Array.from({ length: ns }, () => (next() - 0.3) * 8));
+          const [lo, hi] = isFloatQ(t) ? [0, 0] : INT_RANGES[t].map(Number);
+          const zps = Array.from({ length: ns }, () => (isFloatQ(t) ? 0 : Math.floor(lo + next() * (hi - lo + 1))));
+          const zp = isFloatQ(t) ? null : { dtype: t, shape: scaleShape, data: qData(t, zps.map((z) => storedCode(t, z))) };
+          const attrs: Record<string, unknown> = { axis: a, block_size: st.block };
+          if (outType) attrs.output_dtype = outType;
+          const [y] = ek.run('DequantizeLinear', [{ dtype: t, shape: st.shape, data: xData }, { dtype: sType, shape: scaleShape, data: s.data }, zp], attrs) as [{ data: ArrayLike<number>; dispose(): void }];
+          const o = outType ?? sType;
+          const got = Array.from(y.data);
+          y.dispose();
+          for (let i = 0; i < n; i++) {
+            const si = scaleIndex(st.shape, i, scaleShape, a, st.block);
+            const v = dequantizeValue(qValue(t, codes[i]), s.values[si], zps[si]);
+            if (!dqMatches(o, v, got[i])) expect.fail(`${t} → ${o} shape ${st.shape} axis ${a} block ${st.block} [${i}]: code ${codes[i]} s ${s.values[si]} zp ${zps[si]} → got ${got[i]}, want ${v} in ${o}`);
           }
         }
       }
