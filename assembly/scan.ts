@@ -87,14 +87,21 @@ function laeF64(a: f64, b: f64): f64 {
   }
 }
 
-/** The first carry of an exclusive scan without init: the identity, except +0.0 (not −0.0)
- *  for float add, so that an exclusive cumulative sum starts at +0 as in ONNX / NumPy. */
+/** The first output of an exclusive scan without init: the identity, except +0.0 (not −0.0)
+ *  for float add, so that an exclusive cumulative sum starts at +0 as in ONNX / NumPy. It is
+ *  written, never carried: the carry starts at the identity, so that y[1] = x[0] exactly
+ *  (+0.0 + x[0] would turn x[0] = −0.0 into +0.0; ONNX's reference keeps the −0). */
 @inline function seed<T, O>(): T {
-  if (isFloat<T>() && sizeof<O>() == 1 && !isSigned<O>()) {
+  if (seedIsNotIdentity<T, O>()) {
     return <T>0.0;
   } else {
     return identity<T, O>();
   }
+}
+
+/** Float add, the one scan whose seed (+0) differs from its identity (−0). */
+@inline function seedIsNotIdentity<T, O>(): bool {
+  return isFloat<T>() && sizeof<O>() == 1 && !isSigned<O>();
 }
 
 @inline function identity<T, O>(): T {
@@ -388,6 +395,9 @@ function laeF64x2Call(a: v128, b: v128): v128 {
     const xb = x + o * N * rowBytes, yb = y + o * N * rowBytes;
     const ib: usize = init == 0 ? <usize>0 : init + o * rowBytes;
     let prevY: usize = 0, prevX: usize = 0;
+    // exclusive: the carry before prevX — init's row, or 0 (the identity: rowOp copies) until
+    // the second step, so y[1] = x[0] and not seed + x[0] (see seed)
+    let carry: usize = ib;
     for (let s: usize = 0; s < N; s++) {
       const t = rev ? N - 1 - s : s;
       const xt = xb + t * rowBytes, yt = yb + t * rowBytes;
@@ -396,7 +406,8 @@ function laeF64x2Call(a: v128, b: v128): v128 {
           if (ib != 0) memory.copy(yt, ib, rowBytes);
           else fillRow<T>(yt, seed<T, O>(), I);
         } else {
-          rowOp<T, O>(yt, prevY, prevX, I);
+          rowOp<T, O>(yt, carry, prevX, I);
+          carry = yt;
         }
       } else {
         rowOp<T, O>(yt, s == 0 ? ib : prevY, xt, I);
@@ -410,7 +421,7 @@ function laeF64x2Call(a: v128, b: v128): v128 {
         if (ib != 0) memory.copy(lt, ib, rowBytes);
         else fillRow<T>(lt, excl ? seed<T, O>() : id, I);
       } else if (excl) {
-        rowOp<T, O>(lt, prevY, prevX, I);
+        rowOp<T, O>(lt, carry, prevX, I);
       } else {
         memory.copy(lt, prevY, rowBytes);
       }
@@ -511,7 +522,10 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
   const id = identity<T, O>();
   for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * sz, yb = y + o * N * sz;
-    let c: T = init == 0 ? (excl ? seed<T, O>() : id) : load<T>(init + o * sz);
+    // exclusive without init: y[first] = seed, written after the loop; the carry starts at
+    // the identity (see seed)
+    const fixFirst = seedIsNotIdentity<T, O>() && excl && init == 0 && N > 0;
+    let c: T = init == 0 ? (excl && !fixFirst ? seed<T, O>() : id) : load<T>(init + o * sz);
     if (ASC_FEATURE_SIMD && sizeof<O>() == 4 && isFloat<T>() && !excl && N >= LAE_RUN_MIN) {
       c = laeRun<T>(xb, yb, c, N, rev);
       if (last != 0) store<T>(last + o * sz, c);
@@ -568,6 +582,7 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
       store<T>(yb + k, excl ? c : nc);
       c = nc;
     }
+    if (fixFirst) store<T>(yb + (rev ? N - 1 : 0) * sz, seed<T, O>());
     if (last != 0) store<T>(last + o * sz, c);
   }
 }
@@ -809,7 +824,9 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
   const n = <usize>N, l = <usize>I;
   const buf = carry + ((l * 4 + 15) & ~15);
   for (let o: usize = 0; o < <usize>O; o++) {
-    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, excl ? 0.0 : -0.0);
+    // the carry starts at −0 (the identity: y[1] = x[0], even for x[0] = −0); an exclusive
+    // scan's first row, written from it, is set to +0 after the row group (as seed in scanRuns)
+    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, -0.0);
     if (l >= 8) {
       for (let s: usize = 0; s < n; s++) {
         const t = rev ? n - 1 - s : s;
@@ -895,6 +912,7 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
         f32ToHalves(buf, y + off, cnt, b16);
       }
     }
+    if (excl && n > 0) memory.fill(y + (o * n + (rev ? n - 1 : 0)) * l * 2, 0, l * 2);
   }
 }
 

@@ -76,13 +76,15 @@ export function refScan(
   const last = new Array<number>(O * I).fill(0);
   for (let o = 0; o < O; o++) {
     for (let i = 0; i < I; i++) {
-      // an exclusive float sum without init starts at +0 (ONNX / NumPy), not the identity −0
-      let c = init ? init[o * I + i] : exclusive && op === 'add' && dtype !== 'int32' ? 0 : identityOf(op, dtype);
+      let c = init ? init[o * I + i] : identityOf(op, dtype);
       for (let s = 0; s < N; s++) {
         const t = reverse ? N - 1 - s : s;
         const k = (o * N + t) * I + i;
         const nc = applyOp(op, dtype, c, x[k]);
-        ys[k] = exclusive ? c : nc;
+        // an exclusive float sum without init outputs +0 first (ONNX's reference: NumPy's
+        // zeros, then cumsum of x[0..]), then x[0], x[0] + x[1], … (the carry is the
+        // identity −0, so x[0] = −0 stays −0)
+        ys[k] = exclusive ? (s === 0 && !init && op === 'add' ? 0 : c) : nc;
         c = nc;
       }
       last[o * I + i] = c;
@@ -198,14 +200,15 @@ export function refCumsumHalf(
   const ys = new Array<number>(O * N * I).fill(0);
   for (let o = 0; o < O; o++) {
     for (let i = 0; i < I; i++) {
-      let c = exclusive ? 0 : -0;
+      let c = -0;
       for (let s = 0; s < N; s++) {
         const t = reverse ? N - 1 - s : s;
         const k = (o * N + t) * I + i;
         // the storage type's arithmetic (NumPy's float16 cumsum, ml_dtypes' bfloat16): every
-        // partial sum rounded to the type before the next value is added
+        // partial sum rounded to the type before the next value is added; exclusive: +0 first
+        // (as refScan)
         const nc = decode(encode(c + decode(bits[k])));
-        ys[k] = encode(exclusive ? c : nc);
+        ys[k] = encode(exclusive ? (s === 0 ? 0 : c) : nc);
         c = nc;
       }
     }
