@@ -10,7 +10,7 @@
 // text is llama2.c's `run` output for the same prompt and step count. A version-2 (Q8_0)
 // checkpoint (llama2.c's export.py --version 2, read by its runq.c) runs runq.c's int8 forward
 // pass; --quantize q8 converts a float32 checkpoint that way at load (about 4x fewer weight
-// bytes per token, 2-2.3x the tokens/s on a stories15M-sized model; the logits move by the
+// bytes per token, 2-2.5x the tokens/s on a stories15M-sized model; the logits move by the
 // quantization error, so the text is runq.c's, not run.c's).
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
