@@ -397,6 +397,12 @@ export class KVCache {
       if (packed) bad('INVALID_ARGUMENT', `kvCache.attend q: packed queries need this step's append (the counts come from it)`);
       for (let b = 0; b < B; b++) {
         qLen[b] = Math.min(S, this.len[b]);
+        // a causal window's first query row must still find its whole window in the ring
+        // (window + maxAppend − 1 rows): with no step in progress, at most maxAppend rows do
+        if (this.window > 0 && causal) {
+          const need = Math.max(0, this.len[b] - qLen[b] - this.window + 1), held = this.len[b] - this.rows;
+          if (need < held) bad('INVALID_SHAPE', `kvCache.attend q: with no step in progress, sequence ${b}'s ${qLen[b]} causal query rows reach back to position ${need}, but the window's ring (window ${this.window} + maxAppend ${this.rows - this.window + 1} − 1 rows) holds positions from ${held} on: at most ${this.rows - this.window + 1} rows here`);
+        }
       }
     }
     const given = o.out;

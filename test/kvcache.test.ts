@@ -1255,6 +1255,43 @@ describe('KVCache API audit', () => {
       c.dispose(); q.dispose(); k.dispose();
     }
   });
+
+  it('no step in progress, a window: causal rows whose window has left the ring are an error (at most maxAppend rows), nothing written', () => {
+    for (const [window, maxAppend] of [[1, 1], [4, 2], [3, 3]]) {
+      const ring = window + maxAppend - 1;
+      const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 1, window, maxAppend });
+      const ref = new RefCache(1, window, ring);
+      const one = ek.tensor('float32', [1, 1, 1, 1]);
+      try {
+        for (let p = 0; p < 10; p++) {
+          one.data[0] = p + 1;
+          c.append(0, one, one);
+          ref.k[0].push([[p + 1]]); ref.v[0].push([[p + 1]]);
+          c.advance();
+        }
+        for (let S = 1; S <= ring + 1; S++) {
+          const q = ek.tensor('float32', [1, 1, S, 1], new Array(S).fill(0.5));
+          const out = ek.tensor('float32', [1, 1, S, 1], new Array(S).fill(7));
+          try {
+            if (S <= maxAppend) {
+              c.attend(0, q, { out });
+              for (let s = 0; s < S; s++) close([out.data[s]], ref.attend(0, 0, 1, [0.5], 10 - S + s, 10, 1), `window ${window} S ${S} row ${s}`);
+            } else {
+              expectKernelError(() => c.attend(0, q, { out }), 'INVALID_SHAPE', /reach back to position/);
+              expect([...out.data], `window ${window} S ${S}`).toEqual(new Array(S).fill(7));
+              // not causal: every row sees the last window positions, all still held
+              c.attend(0, q, { out, causal: false });
+              for (let s = 0; s < S; s++) close([out.data[s]], ref.attend(0, 0, 1, [0.5], 9, 10, 1), `window ${window} S ${S} row ${s}, not causal`);
+            }
+          } finally {
+            q.dispose(); out.dispose();
+          }
+        }
+      } finally {
+        c.dispose(); one.dispose();
+      }
+    }
+  });
 });
 
 describe('debug mode', () => {
