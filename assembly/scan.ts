@@ -419,7 +419,7 @@ function laeF64x2Call(a: v128, b: v128): v128 {
       const lt = last + o * rowBytes;
       if (N == 0) {
         if (ib != 0) memory.copy(lt, ib, rowBytes);
-        else fillRow<T>(lt, excl ? seed<T, O>() : id, I);
+        else fillRow<T>(lt, id, I);
       } else if (excl) {
         rowOp<T, O>(lt, carry, prevX, I);
       } else {
@@ -522,10 +522,10 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
   const id = identity<T, O>();
   for (let o: usize = 0; o < outer; o++) {
     const xb = x + o * N * sz, yb = y + o * N * sz;
-    // exclusive without init: y[first] = seed, written after the loop; the carry starts at
-    // the identity (see seed)
+    // the carry starts at the identity; exclusive without init: y[first] = seed, written
+    // after the loop (see seed)
     const fixFirst = seedIsNotIdentity<T, O>() && excl && init == 0 && N > 0;
-    let c: T = init == 0 ? (excl && !fixFirst ? seed<T, O>() : id) : load<T>(init + o * sz);
+    let c: T = init == 0 ? id : load<T>(init + o * sz);
     if (ASC_FEATURE_SIMD && sizeof<O>() == 4 && isFloat<T>() && !excl && N >= LAE_RUN_MIN) {
       c = laeRun<T>(xb, yb, c, N, rev);
       if (last != 0) store<T>(last + o * sz, c);
