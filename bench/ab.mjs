@@ -7,6 +7,9 @@
 //         kvbuiltin-<dtype>                        the same with attend's builtin kernel (impl: 'builtin')
 //         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
 //         mha32-<dtype>                            multi-head decode, 32 heads × 128, L = 2048 (builtin kernel)
+//         <case>-cold                              any case, with 128 MiB read before each call (untimed),
+//                                                  so K and V come from memory, not from a last-level
+//                                                  cache that holds much of the 32 MiB (Zen 5's does)
 //
 // Why: two builds instantiated side by side in one process (each with its own memory) differ
 // by ±5–8% on this shared machine even when they are the same file — where the pages of each
@@ -19,7 +22,8 @@ import { readFileSync } from 'node:fs';
 import { init } from '../dist/index.js';
 import { stats } from './harness.mjs';
 
-const [fa, fb, which = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
+const [fa, fb, whichArg = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
+const cold = whichArg.endsWith('-cold'), which = cold ? whichArg.slice(0, -'-cold'.length) : whichArg;
 if (!fa || !fb) {
   console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>|mha32-<dtype>] [rounds]');
   process.exit(2);
@@ -95,6 +99,16 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   step = () => { cache.append(0, k, v); cache.attend(0, qh, { out: oh }); cache.reset(); cache.setLengthsFromMask(mask); };
   outT = oh;
 } else throw new Error(`unknown case ${which}`);
+if (cold) {
+  // a read of one double per 64-byte line over 128 MiB: colder than a 64 MiB copy, after
+  // which this machine's last-level cache still held part of K and V (its replacement
+  // keeps lines that are reused over a stream that is not; the step took 2.4–2.5 ms after
+  // a copy, 3.0 after a run of onnxruntime-node's, 3.1–4.0 after this read)
+  const big = new Float64Array(16 << 20).fill(1), inner = before;
+  let sink = 0;
+  before = () => { for (let i = 0; i < big.length; i += 8) sink += big[i]; inner(); };
+  process.on('exit', () => { if (sink === -1) console.log(sink); });
+}
 
 const call = (e) => { ek.exports = e; before(); const t = performance.now(); step(); return performance.now() - t; };
 call(expA); const ya = Float32Array.from(outT.data);
@@ -111,4 +125,4 @@ for (let i = 0; i < rounds; i++) {
 }
 ek.exports = expA;
 const median = (x) => stats(x).median;
-console.log(JSON.stringify({ case: which, a: fa, b: fb, a_ms: +median(ta).toFixed(3), b_ms: +median(tb).toFixed(3), b_over_a: +median(ratio).toFixed(3), rounds, maxdiff }));
+console.log(JSON.stringify({ case: whichArg, a: fa, b: fb, a_ms: +median(ta).toFixed(3), b_ms: +median(tb).toFixed(3), b_over_a: +median(ratio).toFixed(3), rounds, maxdiff }));
