@@ -91,7 +91,8 @@ export class Kernels implements TensorOwner, OpContext {
     this.build = build;
     this.debug = debug;
     const base = this.exports.heapBase() >>> 0;
-    this.arena = new Arena(memory, base, maxBytes, debug ? GUARD : 0);
+    // the memory is createMemory's, new: past heapBase nothing has written it
+    this.arena = new Arena(memory, base, maxBytes, debug ? GUARD : 0, base);
     this.scratch(4096);
   }
 
@@ -369,10 +370,9 @@ export class Kernels implements TensorOwner, OpContext {
       const count = shapeSize(shape);
       const bytes = Math.ceil((count * info.bits) / 8);
       if (bytes > MAX_WASM32) throw new KernelError('OUT_OF_MEMORY', `tensor ${dtype}${show([...shape])} needs ${bytes} bytes, more than a 32-bit memory holds`);
-      const ptr = this.arena.alloc(bytes);
+      const ptr = this.arena.alloc(bytes, true);
       this.tensorBytes += this.arena.sizeOf(ptr)!;
       t = new Tensor(this, info, shape, ptr);
-      if (bytes > 0) new Uint8Array(this.memory.buffer, ptr, bytes).fill(0);
       if (this.debug) this.writeGuards(ptr, bytes);
     }
     this.live.add(t);
