@@ -40,7 +40,9 @@ export interface InitOptions {
   /**
    * Debug mode: canary bytes around every allocation (16 in front, the tail padding
    * behind), checked after every operator call; a kernel that wrote outside its outputs
-   * raises KernelError INTERNAL. Slower; for tests.
+   * raises KernelError INTERNAL. The outputs run() allocates are filled with 0xA5 bytes
+   * first (not left as they are), so an element a kernel forgets to write shows. Slower;
+   * for tests.
    */
   debug?: boolean;
 }
@@ -335,7 +337,9 @@ export class Kernels implements TensorOwner, OpContext {
         const spec = specs[i];
         if (given[i]) out.push(given[i]);
         else if (spec !== null && (r === true || (r === undefined && defaults[i]))) {
-          const t = this.alloc(spec.dtype, spec.shape, null);
+          // not cleared: the kernels write every element of an output (as they must of one
+          // the caller passes, which holds anything); debug mode poisons it to prove that
+          const t = this.alloc(spec.dtype, spec.shape, null, false);
           out.push(t);
           this.allocated?.push(t);
         }
@@ -359,7 +363,8 @@ export class Kernels implements TensorOwner, OpContext {
 
   // ---- internals -------------------------------------------------------------------
 
-  private alloc(dtype: DType, shape: readonly number[], strings: string[] | null): Tensor {
+  /** zero: the tensor reads as zeros (else as whatever the memory held; 0xA5 bytes in debug mode). */
+  private alloc(dtype: DType, shape: readonly number[], strings: string[] | null, zero = true): Tensor {
     const info = dtypeInfo(dtype);
     let t: Tensor;
     if (info.kind === 'string') {
@@ -370,9 +375,10 @@ export class Kernels implements TensorOwner, OpContext {
       const count = shapeSize(shape);
       const bytes = Math.ceil((count * info.bits) / 8);
       if (bytes > MAX_WASM32) throw new KernelError('OUT_OF_MEMORY', `tensor ${dtype}${show([...shape])} needs ${bytes} bytes, more than a 32-bit memory holds`);
-      const ptr = this.arena.alloc(bytes, true);
+      const ptr = this.arena.alloc(bytes, zero);
       this.tensorBytes += this.arena.sizeOf(ptr)!;
       t = new Tensor(this, info, shape, ptr);
+      if (!zero && this.debug && bytes > 0) new Uint8Array(this.memory.buffer, ptr, bytes).fill(0xa5);
       if (this.debug) this.writeGuards(ptr, bytes);
     }
     this.live.add(t);
