@@ -302,14 +302,31 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
  *     generic encoder does); the fnuz types only onto codes 1…0x7F (no −0, one NaN).
  */
 @inline function satCodeV(q: v128, k: i32): v128 {
-  const M = mM(k), bias = mBias(k), shift = 23 - M;
+  const M = mM(k), bias = mBias(k);
   const maxv: f32 = k == E4M3FN ? 448 : k == E4M3FNUZ ? 240 : 57344;
   const u = f32x4.pmin(v128.and(q, i32x4.splat(0x7FFFFFFF)), f32x4.splat(maxv));
-  const odd = v128.and(i32x4.shr_u(u, shift), i32x4.splat(1));
-  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(u, i32x4.splat(((bias - 127) << 23) + ((1 << (shift - 1)) - 1))), odd), shift);
-  const magic = i32x4.splat((151 - bias - <i32>M) << 23);
-  const den = i32x4.sub(f32x4.add(u, magic), magic);
-  return v128.bitselect(den, nrm, i32x4.lt_s(u, i32x4.splat((128 - bias) << 23)));
+  // One float add rounds u onto the format's grid and leaves the code in its bits, with no
+  // float32 subnormal on the way (an r · 2^(bias − 127) that lands the code in float32's
+  // subnormal bits is one op shorter, but this CPU takes microcode assists on subnormal
+  // results: 2.5× the time on inputs below 2^−6).
+  //   c = 2^(E + 23 − M), E = u's exponent floored at the smallest normal exponent 1 − bias.
+  //   c's ulp is 2^(E − M), the grid spacing at u (below the normals, the subnormal spacing),
+  //   and u < c, so s = u + c (round to nearest even) is c + t · 2^(E − M), t = u rounded to
+  //   the grid in units of its spacing: t = bits(s) − bits(c), an integer in [2^M, 2^(M+1)]
+  //   for a normal u (the implicit one included; 2^(M+1) when u rounds up to 2^(E+1)), in
+  //   [0, 2^M] below the normals (the subnormal code itself).
+  //   code = t + (E + bias − 1) · 2^M: the binade's offset, 0 below the normals; with c's
+  //   exponent field F = E + 150 − M, that is (c − cmin) >> (23 − M), cmin = c's floor
+  //   (151 − bias − M) << 23 (c and cmin are powers of two: their mantissa bits are 0).
+  //   A round-up to 2^(E+1) gives t = 2^(M+1) and the next binade's first code, as it should.
+  // c is capped at the largest normal binade's (cmax): a NaN lane (the only one past maxv
+  // after pmin) would otherwise carry its exponent field into bit 31; capped, its s stays
+  // NaN, bits(s) − bits(c) is above 0x100, and satPack8 turns it into the NaN code.
+  const cmin = i32x4.splat((151 - bias - <i32>M) << 23);
+  const c = i32x4.min_u(i32x4.max_u(i32x4.add(v128.and(u, i32x4.splat(0x7F800000)), i32x4.splat((23 - M) << 23)), cmin),
+    i32x4.splat((reinterpret<i32>(maxv) & 0x7F800000) + ((23 - M) << 23)));
+  const t = i32x4.sub(f32x4.add(u, c), c);
+  return i32x4.add(t, i32x4.shr_u(i32x4.sub(c, cmin), 23 - M));
 }
 @inline function satPack8(a: v128, b: v128, c: v128, d: v128, k: i32): v128 {
   const mag = i8x16.min_u(i8x16.narrow_i16x8_u(
