@@ -7,6 +7,7 @@
 //         kvbuiltin-<dtype>                        the same with attend's builtin kernel (impl: 'builtin')
 //         mha-<dtype>                              a stories15M-shaped step's attention (builtin kernel), cache evicted
 //         mha32-<dtype>                            multi-head decode, 32 heads × 128, L = 2048 (builtin kernel)
+//         quant-e4m3 | cast-e4m3                   QuantizeLinear (scale 1) / Cast float32 → e4m3fn, 16M values
 //         <case>-cold                              any case, with 128 MiB read before each call (untimed),
 //                                                  so K and V come from memory, not from a last-level
 //                                                  cache that holds much of the 32 MiB (Zen 5's does)
@@ -25,7 +26,7 @@ import { stats } from './harness.mjs';
 const [fa, fb, whichArg = 'decode-f32', roundsArg = '150'] = process.argv.slice(2);
 const cold = whichArg.endsWith('-cold'), which = cold ? whichArg.slice(0, -'-cold'.length) : whichArg;
 if (!fa || !fb) {
-  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>|mha32-<dtype>] [rounds]');
+  console.error('usage: node bench/ab.mjs a.wasm b.wasm [decode-f32|decode-f16|decode-bf16|qattention-fp8|qattention-int8|prefill-f32|prefill-f16|prefill-bf16|kvcache-<dtype>|kvbuiltin-<dtype>|mha-<dtype>|mha32-<dtype>|quant-e4m3|cast-e4m3] [rounds]');
   process.exit(2);
 }
 const rounds = Number(roundsArg);
@@ -98,6 +99,14 @@ if (which.startsWith('decode-') || which.startsWith('qattention-')) {
   const mask = { dtype: 'int32', shape: [1, N], data: Int32Array.from({ length: N }, (_, i) => (i < N - 1 ? 1 : 0)) };
   step = () => { cache.append(0, k, v); cache.attend(0, qh, { out: oh }); cache.reset(); cache.setLengthsFromMask(mask); };
   outT = oh;
+} else if (which === 'quant-e4m3' || which === 'cast-e4m3') {
+  // QuantizeLinear float32 → float8e4m3fn (scale 1: the quant bench's case) or Cast, 16M values
+  const x = fill(ek.tensor('float32', [16 << 20])), one = ek.tensor('float32', [], [1]);
+  const y8 = ek.tensor('float8e4m3fn', [16 << 20]);
+  step = which === 'cast-e4m3'
+    ? () => ek.run('Cast', [x], { to: 'float8e4m3fn' }, { outputs: [y8] })
+    : () => ek.run('QuantizeLinear', [x, one], { output_dtype: 'float8e4m3fn' }, { outputs: [y8] });
+  outT = y8;
 } else throw new Error(`unknown case ${which}`);
 if (cold) {
   // a read of one double per 64-byte line over 128 MiB: colder than a 64 MiB copy, after
