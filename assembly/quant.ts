@@ -332,12 +332,10 @@ const U4: i32 = 21, I4: i32 = 22, F4: i32 = 23, E8M0: i32 = 24, U2: i32 = 25, I2
   return i32x4.add(t, i32x4.shr_u(i32x4.sub(c, cmin), 23 - M));
 }
 @inline function satPack8(a: v128, b: v128, c: v128, d: v128, k: i32): v128 {
-  // (the order of these two statements does not matter: TurboFan schedules the sign's
-  // narrows after the codes whichever comes first, keeping two of the inputs on the stack)
-  let sign = v128.and(i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d)), i8x16.splat(<i8>0x80));
   const mag = i8x16.min_u(i8x16.narrow_i16x8_u(
     i16x8.narrow_i32x4_s(satCodeV(a, k), satCodeV(b, k)), i16x8.narrow_i32x4_s(satCodeV(c, k), satCodeV(d, k))),
     i8x16.splat(<i8>mNan(k)));
+  let sign = v128.and(i8x16.narrow_i16x8_s(i16x8.narrow_i32x4_s(a, b), i16x8.narrow_i32x4_s(c, d)), i8x16.splat(<i8>0x80));
   if (mFnuz(k)) sign = v128.and(sign, i8x16.lt_u(i8x16.sub(mag, i8x16.splat(1)), i8x16.splat(0x7F)));
   return v128.or(mag, sign);
 }
