@@ -337,38 +337,34 @@ let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (se
   return f32x4.max(f32x4.min(f32x4.nearest(x), f32x4.splat(127.0)), f32x4.splat(-128.0));
 }
 
-/** p ← dequant(quant(p / qs)) · qs over n floats (n a multiple of 4 in the SIMD build). */
+/**
+ * p ← dequant(quant(p / qs)) · qs over n floats (n a multiple of 4 in the SIMD build).
+ * p / qs is a true division, as QuantizeLinear's x / y_scale: a multiply by 1/qs rounds twice
+ * and moves a quotient at a rounding boundary to the neighbouring code (with int8's default
+ * qs = 1/127, 1/qs is not 127 in float32). A subnormal qs needs no special case: 0 / qs = 0
+ * for the zero probabilities (hidden keys, row padding), and a quotient that overflows to ∞
+ * saturates (448 / 127) as the spec's p / s does. Cost: one `f32x4.div` per 4 probabilities,
+ * ~1% of a TRT_QuantizedAttention decode step.
+ */
 function quantizeRow(p: usize, n: i32): void {
-  const qs = gQScale, inv: f32 = <f32>1.0 / qs;
-  if (!isFinite<f32>(inv)) {
-    // a float32 / bfloat16 scale below about 2.9e-38 (subnormal): 1/qs overflows to ∞, and
-    // p · ∞ would turn every zero probability (hidden key, causal frontier, exp underflow,
-    // row padding) into 0 · ∞ = NaN. Divide instead: 0 / qs = 0, and a p > 0 whose quotient
-    // overflows gives ∞, which both quantizers saturate (448 / 127) as the spec's p / s does.
-    for (let j = 0; j < n; j++) {
-      const a = p + (<usize>j << 2);
-      const x = load<f32>(a) / qs;
-      store<f32>(a, (gQuant == 1 ? quantE4m3Scalar(x) : quantInt8Scalar(x)) * qs);
-    }
-    return;
-  }
+  const qs = gQScale;
   if (ASC_FEATURE_SIMD) {
-    const vq = f32x4.splat(qs), vi = f32x4.splat(inv);
+    const vq = f32x4.splat(qs);
     if (gQuant == 1) {
       for (let j = 0; j < n; j += 4) {
         const a = p + (<usize>j << 2);
-        v128.store(a, f32x4.mul(quantE4m3V(f32x4.mul(v128.load(a), vi)), vq));
+        v128.store(a, f32x4.mul(quantE4m3V(f32x4.div(v128.load(a), vq)), vq));
       }
     } else {
       for (let j = 0; j < n; j += 4) {
         const a = p + (<usize>j << 2);
-        v128.store(a, f32x4.mul(quantInt8V(f32x4.mul(v128.load(a), vi)), vq));
+        v128.store(a, f32x4.mul(quantInt8V(f32x4.div(v128.load(a), vq)), vq));
       }
     }
   } else {
     for (let j = 0; j < n; j++) {
       const a = p + (<usize>j << 2);
-      const x = load<f32>(a) * inv;
+      const x = load<f32>(a) / qs;
       store<f32>(a, (gQuant == 1 ? quantE4m3Scalar(x) : quantInt8Scalar(x)) * qs);
     }
   }

@@ -184,6 +184,45 @@ describe('TRT_QuantizedAttention matches the float64 reference with the same qua
     a.dispose();
     b.dispose();
   });
+  it('p / s is a true division, as QuantizeLinear divides: quotients next to a rounding tie land on its side', () => {
+    // With TRT_normalization_op 'none', scale 1, D = 1, one key k = 1 and v = 1, query row i
+    // outputs Q(x_i / s) · s. The x_i are float32 values next to s times a tie of the code grid,
+    // chosen so that the float32 quotient x / s and the product x · fl(1/s) round to different
+    // codes: a kernel multiplying by the reciprocal fails on every one of them.
+    const round = (t: number) => Math.fround(t);
+    const e4m3Value = (c: number) => ((c >> 3) === 0 ? (c & 7) * 2 ** -9 : (1 + (c & 7) / 8) * 2 ** ((c >> 3) - 7));
+    const halfway = Array.from({ length: 126 }, (_, c) => (e4m3Value(c) + e4m3Value(c + 1)) / 2);
+    const cases: { type: string; s: number; ties: number[]; q: (u: number) => number }[] = [
+      { type: 'int8', s: round(1 / 127), ties: Array.from({ length: 255 }, (_, k) => k - 127.5), q: (u) => int8q(u).v },
+      { type: 'fp8', s: round(0.1), ties: [...halfway, ...halfway.map((t) => -t)], q: (u) => e4m3(u).v },
+    ];
+    for (const { type, s, ties, q } of cases) {
+      const inv = round(1 / s);
+      const xs: number[] = [];
+      for (const t of ties) {
+        // walk float32 neighbours of t · s until the two roundings disagree
+        const f = new Float32Array([t * s]), b = new Int32Array(f.buffer), b0 = b[0];
+        for (let o = -64; o <= 64; o++) {
+          b[0] = b0 + o;
+          const x = f[0];
+          if (q(round(x / s)) !== q(round(x * inv))) { xs.push(x); break; }
+        }
+        if (xs.length === 16) break;
+      }
+      expect(xs.length, `${type}: near-tie inputs found`).toBeGreaterThanOrEqual(5);
+      const n = xs.length;
+      const Q = { dtype: 'float32', shape: [1, 1, n, 1], data: xs };
+      const K = { dtype: 'float32', shape: [1, 1, 1, 1], data: [1] };
+      const V = { dtype: 'float32', shape: [1, 1, 1, 1], data: [1] };
+      const S = { dtype: 'float32', shape: [], data: [s] };
+      for (const k of [ek, eks]) {
+        const [y] = k.run('TRT_QuantizedAttention', [Q, K, V, null, S], { normalization_quantize_to_type: type, TRT_normalization_op: 'none', scale: 1 }) as Tensor[];
+        const got = Array.from(y.data as Float32Array);
+        expect(got, `${k.build} ${type}`).toEqual(xs.map((x) => round(q(round(x / s)) * s)));
+        y.dispose();
+      }
+    }
+  });
 });
 
 describe('float16 / bfloat16 K and V read directly by TRT_Attention', () => {
