@@ -16,7 +16,8 @@
 //     broadcast carry. Floating add/mul are therefore re-associated inside each
 //     4-element block (max / min / integer ops stay exact).
 //
-// Operations (op): 0 add, 1 mul, 2 max, 3 min, 4 logaddexp (floats only).
+// Operations (op): 0 add, 1 mul, 2 max, 3 min, 4 logaddexp (floats only). Element types:
+// float32, float64, int32, int64 (the host runs uint32 / uint64 on the signed kernels).
 // flags: bit 0 reverse (scan from t = N−1 down to 0), bit 1 exclusive (out[t] = carry
 // before x[t]).
 // init = 0 means "no init": the carry starts at the operation's identity
@@ -107,13 +108,17 @@ function laeF64(a: f64, b: f64): f64 {
 @inline function identity<T, O>(): T {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
-      if (isFloat<T>()) return <T>(-Infinity); else return <T>i32.MIN_VALUE; // max
+      if (isFloat<T>()) return <T>(-Infinity); // max
+      if (sizeof<T>() == 8) return <T>i64.MIN_VALUE;
+      return <T>i32.MIN_VALUE;
     } else {
       if (isFloat<T>()) return <T>(-0.0); else return <T>0; // add
     }
   } else if (sizeof<O>() == 2) {
     if (isSigned<O>()) {
-      if (isFloat<T>()) return <T>Infinity; else return <T>i32.MAX_VALUE; // min
+      if (isFloat<T>()) return <T>Infinity; // min
+      if (sizeof<T>() == 8) return <T>i64.MAX_VALUE;
+      return <T>i32.MAX_VALUE;
     } else {
       return <T>1; // mul
     }
@@ -286,12 +291,15 @@ function laeF64x2Call(a: v128, b: v128): v128 {
 @inline function vop<T, O>(a: v128, b: v128): v128 {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
+      // int64: wasm has no i64x2.max / min; a compare and a select (2 instructions)
+      if (sizeof<T>() == 8 && !isFloat<T>()) return v128.bitselect(a, b, i64x2.gt_s(a, b));
       return v128.max<T>(a, b);
     } else {
       return v128.add<T>(a, b);
     }
   } else if (sizeof<O>() == 2) {
     if (isSigned<O>()) {
+      if (sizeof<T>() == 8 && !isFloat<T>()) return v128.bitselect(a, b, i64x2.lt_s(a, b));
       return v128.min<T>(a, b);
     } else {
       return v128.mul<T>(a, b);
@@ -532,7 +540,10 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
       continue;
     }
     let i: usize = 0; // elements done
-    if (ASC_FEATURE_SIMD) {
+    // int64 runs go one element at a time: two lanes per vector buy an in-register scan
+    // nothing over a scalar add (the loop is bound by memory either way), and its code was
+    // 2.8 KB of the module for the four ops
+    if (ASC_FEATURE_SIMD && (isFloat<T>() || sizeof<T>() == 4)) {
       const L: usize = 16 / sz;
       const idv = v128.splat<T>(id);
       let cv = v128.splat<T>(c);
@@ -614,6 +625,15 @@ export function scanF64(x: usize, y: usize, init: usize, last: usize, O: i32, N:
 /** As scanF32 for int32 (add and mul wrap modulo 2^32; op 4 is not available). */
 export function scanI32(x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
   scanOps<i32>(op, x, y, init, last, O, N, I, flags);
+}
+
+/**
+ * As scanI32 for int64 (two lanes per vector, as float64; add and mul wrap modulo 2^64, max /
+ * min by a signed compare and a select). uint64 and uint32 add / mul run the int64 / int32
+ * kernels: wrapping arithmetic gives the same bits whatever the signedness.
+ */
+export function scanI64(x: usize, y: usize, init: usize, last: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
+  scanOps<i64>(op, x, y, init, last, O, N, I, flags);
 }
 
 /** Cumulative sum of int64 (wrapping), no init: CumSum-14 for int64. */

@@ -66,7 +66,9 @@ export type Combiners = Readonly<Record<CombineName, Combiner>>;
 
 const OP_CODE: Record<CombineName, number> = { add: 0, mul: 1, max: 2, min: 3, logaddexp: 4 };
 const FUSED = Symbol('edgekernels.fusedCombiner');
-const KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32' };
+// uint32 / uint64 run the int32 / int64 kernels: add and mul as they are (wrapping arithmetic
+// is the same bits), max and min on sign-flipped copies (see flipSigns)
+const KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32', int64: 'scanI64', uint32: 'scanI32', uint64: 'scanI64' };
 
 function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
   throw new KernelError(code, msg);
@@ -74,7 +76,24 @@ function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): 
 
 /** The carry dtypes of the fused scan kernels (one kernel call for the whole scan). */
 function dtypesFor(name: CombineName): string[] {
-  return name === 'logaddexp' ? ['float32', 'float64'] : ['float32', 'float64', 'int32'];
+  return name === 'logaddexp' ? ['float32', 'float64'] : ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64'];
+}
+
+/** max / min of an unsigned dtype: the signed kernel runs on sign-flipped copies (flipSigns). */
+function flipsFor(name: CombineName, dtype: string): boolean {
+  return (name === 'max' || name === 'min') && (dtype === 'uint32' || dtype === 'uint64');
+}
+
+/**
+ * x ↦ x XOR the sign bit, in place, over a uint32 / uint64 tensor: an order-preserving map of
+ * the unsigned values onto the signed ones (0 → MIN, 2^w − 1 → MAX) and its own inverse, so
+ * max_u(a, b) = f(max_s(f(a), f(b))) and a signed max / min scan of f(x) from f(init), flipped
+ * back, is the unsigned scan. uint64: only the high word of each element changes.
+ */
+function flipSigns(ek: Kernels, t: Tensor): void {
+  const step = t.dtype === 'uint64' ? 2 : 1;
+  const w = new Uint32Array(ek.memory.buffer, t.byteOffset, t.size * step);
+  for (let i = step - 1; i < w.length; i += step) w[i] ^= 0x80000000;
 }
 
 /**
@@ -85,7 +104,8 @@ function dtypesFor(name: CombineName): string[] {
  */
 function hostDtypesFor(name: CombineName): string[] {
   const half = ['float16', 'bfloat16'];
-  return name === 'logaddexp' ? half : [...half, 'int8', 'int16', 'int64', 'uint8', 'uint16', 'uint32', 'uint64'];
+  if (name === 'logaddexp') return half;
+  return [...half, 'int8', 'int16', 'uint8', 'uint16'];
 }
 
 // ---- pytrees ---------------------------------------------------------------------
@@ -362,7 +382,7 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     const im = initMeta[0], xm = xMeta[0];
     const sliceShape = xm.shape.filter((_, i) => i !== xDim);
     if (im.info === xm.info && dtypesFor(tag).includes(im.info.name) && sameShape(im.shape, sliceShape)) {
-      return fusedScan(ek, OP_CODE[tag], initLeaves[0].value, xLeaves[0].value, xDim, reverse);
+      return fusedScan(ek, tag, initLeaves[0].value, xLeaves[0].value, xDim, reverse);
     }
     // a builtin combiner's ys is known without a step (x's shape, the carry's dtype, which
     // is x's or the one x would be converted to): a zero-length scan returns it empty in every
@@ -384,18 +404,29 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
   return stepScan(ek, combineFn, initSpec, initLeaves, initMeta, xSpec, xLeaves, xMeta, N, xs === null || xs === undefined ? dim : xDim, xs === null || xs === undefined, reverse);
 }
 
-function fusedScan(ek: Kernels, op: number, init: unknown, xs: unknown, dim: number, reverse: boolean): [Tensor, Tensor] {
+function fusedScan(ek: Kernels, name: CombineName, init: unknown, xs: unknown, dim: number, reverse: boolean): [Tensor, Tensor] {
   const temps: Tensor[] = [];
   let ys: Tensor | null = null, last: Tensor | null = null;
   try {
-    const c = asTensor(ek, init, 'init', temps);
-    const x = asTensor(ek, xs, 'xs', temps);
+    let c = asTensor(ek, init, 'init', temps);
+    let x = asTensor(ek, xs, 'xs', temps);
     c.assertAlive('init'); // (converting a plain xs runs the caller's code)
     ys = ek.tensor(x.dtype, x.shape);
     last = ek.tensor(c.dtype, c.shape);
+    const flip = flipsFor(name, x.dtype);
+    if (flip) {
+      for (const t of [(x = clone(ek, x)), (c = clone(ek, c))]) {
+        temps.push(t);
+        flipSigns(ek, t);
+      }
+    }
     const [O, N, I] = fold(x.shape, dim);
-    ek.exports[KERNEL[x.dtype]](x.byteOffset, ys.byteOffset, c.byteOffset, last.byteOffset, O, N, I, op, reverse ? 1 : 0);
+    ek.exports[KERNEL[x.dtype]](x.byteOffset, ys.byteOffset, c.byteOffset, last.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);
     guards(ek, 'scan');
+    if (flip) {
+      flipSigns(ek, ys);
+      flipSigns(ek, last);
+    }
     return [last, ys];
   } catch (e) {
     ys?.dispose();
@@ -700,11 +731,13 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       const xt = asTensor(ek, x, `${what} x`, temps);
       c.assertAlive(`${what} carry`); // (converting a plain x runs the caller's code)
       next = ek.tensor(cm.info.name, shape);
-      if (!kernel) {
-        hostCombine(ek, name, c, xt, next);
+      if (!kernel || flipsFor(name, c.dtype)) {
+        hostCombine(ek, name, c, xt, next); // (one step: no sign-flipped copies for it)
       } else if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
         guards(ek, `combine.${name}`);
+      } else if (c.dtype === 'int64' || c.dtype === 'uint64' || c.dtype === 'uint32') {
+        hostCombine(ek, name, c, xt, next); // broadcasting, in BigInt / wrapping stores
       } else {
         const a = c.data as Float64Array, b = xt.data as Float64Array, out = next.data as Float64Array;
         const ia = broadcastIndex(c.shape, shape), ib = broadcastIndex(xt.shape, shape);

@@ -711,7 +711,100 @@ describe('scan: rules and errors', () => {
   });
 });
 
-describe('scan: combiners over the host dtypes (no fused kernel: step by step)', () => {
+describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max / min on sign-flipped copies)', () => {
+  // the reference: BigInt arithmetic wrapped to the width, one element at a time in scan order
+  type Wide = 'int64' | 'uint64' | 'uint32';
+  const wrapOf = (dt: Wide) => (v: bigint) => (dt === 'int64' ? BigInt.asIntN(64, v) : dt === 'uint64' ? BigInt.asUintN(64, v) : BigInt.asUintN(32, v));
+  const combine = (op: string, a: bigint, b: bigint) => (op === 'add' ? a + b : op === 'mul' ? a * b : op === 'max' ? (a > b ? a : b) : a < b ? a : b);
+  function randomWide(dt: Wide, n: number, r: () => number): bigint[] {
+    const wrap = wrapOf(dt);
+    // full-width bit patterns, with some small values so that products do not all wrap to 0
+    return Array.from({ length: n }, () => {
+      if (r() < 0.3) return wrap(BigInt(Math.floor((r() - 0.5) * 16)));
+      return wrap((BigInt(Math.floor(r() * 2 ** 32)) << 32n) | BigInt(Math.floor(r() * 2 ** 32)));
+    });
+  }
+  function checkWide(op: 'add' | 'mul' | 'max' | 'min', dt: Wide, shape: number[], dim: number, reverse: boolean, seed: number, withInit: boolean): void {
+    const r = rng(seed), wrap = wrapOf(dt);
+    const d = dim < 0 ? dim + shape.length : dim;
+    const O = sizeOf(shape.slice(0, d)), N = shape[d], I = sizeOf(shape.slice(d + 1));
+    const xs = randomWide(dt, O * N * I, r);
+    const cshape = shape.filter((_, i) => i !== d);
+    const init = withInit ? randomWide(dt, O * I, r) : null;
+    const identity = op === 'add' ? 0n : op === 'mul' ? 1n : op === 'max' ? (dt === 'int64' ? -(2n ** 63n) : 0n) : dt === 'int64' ? 2n ** 63n - 1n : wrap(-1n);
+    const want = new Array<bigint>(xs.length), wantLast = new Array<bigint>(O * I);
+    for (let o = 0; o < O; o++) {
+      for (let i = 0; i < I; i++) {
+        let acc = init ? init[o * I + i] : identity;
+        for (let s = 0; s < N; s++) {
+          const t = reverse ? N - 1 - s : s, k = (o * N + t) * I + i;
+          acc = wrap(combine(op, acc, xs[k]));
+          want[k] = acc;
+        }
+        wantLast[o * I + i] = acc;
+      }
+    }
+    const toData = (v: bigint[]) => (dt === 'uint32' ? Uint32Array.from(v, Number) : dt === 'int64' ? BigInt64Array.from(v) : BigUint64Array.from(v));
+    const x = ek.tensor(dt, shape, toData(xs));
+    const c = init ? ek.tensor(dt, cshape, toData(init)) : ek.tensor(dt, cshape, toData(new Array(O * I).fill(identity)));
+    const label = `${op} ${dt} ${JSON.stringify(shape)} dim ${dim} rev ${reverse} init ${withInit}`;
+    const [last, ys] = ek.scan(ek.combine[op], c, x, { dim, reverse }) as [Tensor, Tensor];
+    const big = (t: Tensor) => Array.from(t.data as ArrayLike<number | bigint>, (v) => BigInt(v));
+    expect(big(ys), `${label} ys`).toEqual(want);
+    expect(big(last), `${label} last`).toEqual(wantLast);
+    // the unsigned max / min flip copies, never the caller's tensors
+    expect(big(x), `${label} xs unchanged`).toEqual(xs);
+    expect(big(c), `${label} init unchanged`).toEqual(init ?? new Array(O * I).fill(identity));
+    for (const t of [x, c, last, ys]) t.dispose();
+  }
+  const opsOf = (_dt: Wide) => ['add', 'mul', 'max', 'min'] as const;
+  it('the combiners called directly, same shapes (the kernel, one step) and broadcasting (the host)', () => {
+    const big = (t: Tensor) => Array.from(t.data as ArrayLike<number | bigint>, (v) => BigInt(v));
+    for (const dt of ['int64', 'uint64', 'uint32'] as const) {
+      const wrap = wrapOf(dt), r = rng(dt.length);
+      const a = randomWide(dt, 6, r), b = randomWide(dt, 6, r), s = randomWide(dt, 3, r);
+      const data = (v: bigint[]) => (dt === 'uint32' ? v.map(Number) : v.map(String));
+      for (const op of ['add', 'mul', 'max', 'min'] as const) {
+        const [y] = ek.combine[op]({ dtype: dt, shape: [2, 3], data: data(a) }, { dtype: dt, shape: [2, 3], data: data(b) }) as [Tensor, Tensor];
+        expect(big(y), `${dt} ${op}`).toEqual(a.map((v, i) => wrap(combine(op, v, b[i]))));
+        const [z] = ek.combine[op]({ dtype: dt, shape: [2, 3], data: data(a) }, { dtype: dt, shape: [3], data: data(s) }) as [Tensor, Tensor];
+        expect(big(z), `${dt} ${op} broadcast`).toEqual(a.map((v, i) => wrap(combine(op, v, s[i % 3]))));
+        y.dispose();
+        z.dispose();
+      }
+    }
+  });
+  it('innermost runs of length 0, 1, tails 2..17, 31, 64 and 1001; lanes 2..17; both directions', () => {
+    let seed = 3000;
+    for (const dt of ['int64', 'uint64', 'uint32'] as const) {
+      for (const op of opsOf(dt)) {
+        for (const reverse of [false, true]) {
+          for (const n of [0, 1, ...Array.from({ length: 16 }, (_, i) => i + 2), 31, 64, 1001]) {
+            checkWide(op, dt, [2, n], 1, reverse, seed++, true);
+            checkWide(op, dt, [n], 0, reverse, seed++, n % 2 === 0);
+          }
+          for (const lanes of [2, 3, 5, 8, 9, 16, 17]) checkWide(op, dt, [6, lanes], 0, reverse, seed++, true);
+          checkWide(op, dt, [300, 3], 0, reverse, seed++, true);
+        }
+      }
+    }
+  });
+  it('random ranks 1..4, shapes and dims (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom('int64', 'uint64', 'uint32'), fc.constantFrom('add', 'mul', 'max', 'min'),
+        fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 4 }), fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 1 << 30 }),
+        (dt: Wide, op, shape, dimSeed, reverse, seed) => {
+          const dim = (dimSeed % (2 * shape.length)) - shape.length;
+          checkWide(op, dt, shape, dim, reverse, seed, seed % 3 !== 0);
+        },
+      ),
+      { seed: 9, numRuns: 150 },
+    );
+  });
+});
+
+describe('scan: combiners over the host dtypes (the narrower integers, float16 / bfloat16: step by step)', () => {
   // int64 / uint64 wrap modulo 2^64, the narrower integers at their width (PyTorch's integer
   // ops); float16 / bfloat16 are combined in float32 and rounded once to nearest even
   const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
