@@ -67,7 +67,8 @@ export type Combiners = Readonly<Record<CombineName, Combiner>>;
 const OP_CODE: Record<CombineName, number> = { add: 0, mul: 1, max: 2, min: 3, logaddexp: 4 };
 const FUSED = Symbol('edgekernels.fusedCombiner');
 // uint32 / uint64 run the int32 / int64 kernels: add and mul as they are (wrapping arithmetic
-// is the same bits), max and min on sign-flipped copies (see flipSigns)
+// is the same bits), max and min on sign-flipped copies (see flipSigns); int8 / int16 / uint8
+// / uint16 run the int32 kernel on widened copies (see widen)
 const KERNEL: Record<string, string> = { float32: 'scanF32', float64: 'scanF64', int32: 'scanI32', int64: 'scanI64', uint32: 'scanI32', uint64: 'scanI64' };
 
 function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): never {
@@ -76,7 +77,29 @@ function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): 
 
 /** The carry dtypes of the fused scan kernels (one kernel call for the whole scan). */
 function dtypesFor(name: CombineName): string[] {
-  return name === 'logaddexp' ? ['float32', 'float64'] : ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64'];
+  if (name === 'logaddexp') return ['float32', 'float64'];
+  return ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64', 'int8', 'int16', 'uint8', 'uint16'];
+}
+
+/** The integers narrower than 32 bits: scanned by the int32 kernel on widened copies. */
+function widensFor(dtype: string): boolean {
+  return dtype === 'int8' || dtype === 'int16' || dtype === 'uint8' || dtype === 'uint16';
+}
+
+/**
+ * An int32 copy of an int8 / int16 / uint8 / uint16 tensor, each value sign- or zero-extended
+ * (so order is kept); narrowInto writes int32 values back, each reduced modulo 2^width by the
+ * typed array's store (ToInt8 … ToUint16). add and mul modulo 2^32 reduce to the same bits as
+ * at the narrow width, and max / min of extended values never leave its range: the int32 scan
+ * of the copy, narrowed, is the narrow scan, bit for bit.
+ */
+function widen(ek: Kernels, t: Tensor): Tensor {
+  const w = ek.tensor('int32', t.shape);
+  (w.data as Int32Array).set(t.data as Int8Array);
+  return w;
+}
+function narrowInto(src: Tensor, dst: Tensor): void {
+  (dst.data as Int8Array).set(src.data as Int32Array);
 }
 
 /** max / min of an unsigned dtype: the signed kernel runs on sign-flipped copies (flipSigns). */
@@ -98,14 +121,11 @@ function flipSigns(ek: Kernels, t: Tensor): void {
 
 /**
  * The carry dtypes a combiner takes on the host, step by step (ek.scan falls back to its
- * step loop for them): the other integers (add / mul wrap at the type's width, as PyTorch's
- * do) and float16 / bfloat16 (computed in float32 and rounded once to nearest even, as
- * PyTorch's CPU ops do; logaddexp only for these two of them).
+ * step loop for them): float16 / bfloat16 (computed in float32 and rounded once to nearest
+ * even, as PyTorch's CPU ops do, every step: a float32 scan rounded at the end would differ).
  */
-function hostDtypesFor(name: CombineName): string[] {
-  const half = ['float16', 'bfloat16'];
-  if (name === 'logaddexp') return half;
-  return [...half, 'int8', 'int16', 'uint8', 'uint16'];
+function hostDtypesFor(_name: CombineName): string[] {
+  return ['float16', 'bfloat16'];
 }
 
 // ---- pytrees ---------------------------------------------------------------------
@@ -413,19 +433,25 @@ function fusedScan(ek: Kernels, name: CombineName, init: unknown, xs: unknown, d
     c.assertAlive('init'); // (converting a plain xs runs the caller's code)
     ys = ek.tensor(x.dtype, x.shape);
     last = ek.tensor(c.dtype, c.shape);
-    const flip = flipsFor(name, x.dtype);
+    const flip = flipsFor(name, x.dtype), wide = widensFor(x.dtype);
+    let ysK = ys, lastK = last; // what the kernel writes
     if (flip) {
       for (const t of [(x = clone(ek, x)), (c = clone(ek, c))]) {
         temps.push(t);
         flipSigns(ek, t);
       }
+    } else if (wide) {
+      for (const t of [(x = widen(ek, x)), (c = widen(ek, c)), (ysK = ek.tensor('int32', x.shape)), (lastK = ek.tensor('int32', c.shape))]) temps.push(t);
     }
     const [O, N, I] = fold(x.shape, dim);
-    ek.exports[KERNEL[x.dtype]](x.byteOffset, ys.byteOffset, c.byteOffset, last.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);
+    ek.exports[KERNEL[x.dtype]](x.byteOffset, ysK.byteOffset, c.byteOffset, lastK.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);
     guards(ek, 'scan');
     if (flip) {
       flipSigns(ek, ys);
       flipSigns(ek, last);
+    } else if (wide) {
+      narrowInto(ysK, ys);
+      narrowInto(lastK, last);
     }
     return [last, ys];
   } catch (e) {
@@ -731,8 +757,8 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       const xt = asTensor(ek, x, `${what} x`, temps);
       c.assertAlive(`${what} carry`); // (converting a plain x runs the caller's code)
       next = ek.tensor(cm.info.name, shape);
-      if (!kernel || flipsFor(name, c.dtype)) {
-        hostCombine(ek, name, c, xt, next); // (one step: no sign-flipped copies for it)
+      if (!kernel || flipsFor(name, c.dtype) || widensFor(c.dtype)) {
+        hostCombine(ek, name, c, xt, next); // (one step: no flipped or widened copies for it)
       } else if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
         guards(ek, `combine.${name}`);

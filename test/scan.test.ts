@@ -711,10 +711,13 @@ describe('scan: rules and errors', () => {
   });
 });
 
-describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max / min on sign-flipped copies)', () => {
+describe('scan: fused integers other than int32 (add, mul, max, min): int64, uint64, uint32 (max / min on sign-flipped copies), int8 / int16 / uint8 / uint16 (on widened copies)', () => {
   // the reference: BigInt arithmetic wrapped to the width, one element at a time in scan order
-  type Wide = 'int64' | 'uint64' | 'uint32';
-  const wrapOf = (dt: Wide) => (v: bigint) => (dt === 'int64' ? BigInt.asIntN(64, v) : dt === 'uint64' ? BigInt.asUintN(64, v) : BigInt.asUintN(32, v));
+  type Wide = 'int64' | 'uint64' | 'uint32' | 'int8' | 'uint8' | 'int16' | 'uint16';
+  const WIDE: Wide[] = ['int64', 'uint64', 'uint32', 'int8', 'uint8', 'int16', 'uint16'];
+  const BITS: Record<Wide, number> = { int64: 64, uint64: 64, uint32: 32, int8: 8, uint8: 8, int16: 16, uint16: 16 };
+  const NARROW = { uint32: Uint32Array, int8: Int8Array, uint8: Uint8Array, int16: Int16Array, uint16: Uint16Array };
+  const wrapOf = (dt: Wide) => (v: bigint) => (dt.startsWith('u') ? BigInt.asUintN(BITS[dt], v) : BigInt.asIntN(BITS[dt], v));
   const combine = (op: string, a: bigint, b: bigint) => (op === 'add' ? a + b : op === 'mul' ? a * b : op === 'max' ? (a > b ? a : b) : a < b ? a : b);
   function randomWide(dt: Wide, n: number, r: () => number): bigint[] {
     const wrap = wrapOf(dt);
@@ -731,7 +734,8 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
     const xs = randomWide(dt, O * N * I, r);
     const cshape = shape.filter((_, i) => i !== d);
     const init = withInit ? randomWide(dt, O * I, r) : null;
-    const identity = op === 'add' ? 0n : op === 'mul' ? 1n : op === 'max' ? (dt === 'int64' ? -(2n ** 63n) : 0n) : dt === 'int64' ? 2n ** 63n - 1n : wrap(-1n);
+    const half = 1n << BigInt(BITS[dt] - 1), signed = !dt.startsWith('u');
+    const identity = op === 'add' ? 0n : op === 'mul' ? 1n : op === 'max' ? (signed ? -half : 0n) : signed ? half - 1n : wrap(-1n);
     const want = new Array<bigint>(xs.length), wantLast = new Array<bigint>(O * I);
     for (let o = 0; o < O; o++) {
       for (let i = 0; i < I; i++) {
@@ -744,7 +748,7 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
         wantLast[o * I + i] = acc;
       }
     }
-    const toData = (v: bigint[]) => (dt === 'uint32' ? Uint32Array.from(v, Number) : dt === 'int64' ? BigInt64Array.from(v) : BigUint64Array.from(v));
+    const toData = (v: bigint[]) => (dt === 'int64' ? BigInt64Array.from(v) : dt === 'uint64' ? BigUint64Array.from(v) : NARROW[dt].from(v, Number));
     const x = ek.tensor(dt, shape, toData(xs));
     const c = init ? ek.tensor(dt, cshape, toData(init)) : ek.tensor(dt, cshape, toData(new Array(O * I).fill(identity)));
     const label = `${op} ${dt} ${JSON.stringify(shape)} dim ${dim} rev ${reverse} init ${withInit}`;
@@ -760,10 +764,10 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
   const opsOf = (_dt: Wide) => ['add', 'mul', 'max', 'min'] as const;
   it('the combiners called directly, same shapes (the kernel, one step) and broadcasting (the host)', () => {
     const big = (t: Tensor) => Array.from(t.data as ArrayLike<number | bigint>, (v) => BigInt(v));
-    for (const dt of ['int64', 'uint64', 'uint32'] as const) {
-      const wrap = wrapOf(dt), r = rng(dt.length);
+    for (const dt of WIDE) {
+      const wrap = wrapOf(dt), r = rng(dt.length + BITS[dt]);
       const a = randomWide(dt, 6, r), b = randomWide(dt, 6, r), s = randomWide(dt, 3, r);
-      const data = (v: bigint[]) => (dt === 'uint32' ? v.map(Number) : v.map(String));
+      const data = (v: bigint[]) => (BITS[dt] <= 32 ? v.map(Number) : v.map(String));
       for (const op of ['add', 'mul', 'max', 'min'] as const) {
         const [y] = ek.combine[op]({ dtype: dt, shape: [2, 3], data: data(a) }, { dtype: dt, shape: [2, 3], data: data(b) }) as [Tensor, Tensor];
         expect(big(y), `${dt} ${op}`).toEqual(a.map((v, i) => wrap(combine(op, v, b[i]))));
@@ -776,7 +780,7 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
   });
   it('innermost runs of length 0, 1, tails 2..17, 31, 64 and 1001; lanes 2..17; both directions', () => {
     let seed = 3000;
-    for (const dt of ['int64', 'uint64', 'uint32'] as const) {
+    for (const dt of WIDE) {
       for (const op of opsOf(dt)) {
         for (const reverse of [false, true]) {
           for (const n of [0, 1, ...Array.from({ length: 16 }, (_, i) => i + 2), 31, 64, 1001]) {
@@ -792,7 +796,7 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
   it('random ranks 1..4, shapes and dims (property)', () => {
     fc.assert(
       fc.property(
-        fc.constantFrom('int64', 'uint64', 'uint32'), fc.constantFrom('add', 'mul', 'max', 'min'),
+        fc.constantFrom(...WIDE), fc.constantFrom('add', 'mul', 'max', 'min'),
         fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 4 }), fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 1 << 30 }),
         (dt: Wide, op, shape, dimSeed, reverse, seed) => {
           const dim = (dimSeed % (2 * shape.length)) - shape.length;
@@ -804,7 +808,7 @@ describe('scan: fused int64, uint64 and uint32 (add, mul, max, min; unsigned max
   });
 });
 
-describe('scan: combiners over the host dtypes (the narrower integers, float16 / bfloat16: step by step)', () => {
+describe('scan: the combiners called directly over the integers, and float16 / bfloat16 scans (step by step on the host)', () => {
   // int64 / uint64 wrap modulo 2^64, the narrower integers at their width (PyTorch's integer
   // ops); float16 / bfloat16 are combined in float32 and rounded once to nearest even
   const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
