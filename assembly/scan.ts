@@ -17,7 +17,8 @@
 //     4-element block (max / min / integer ops stay exact).
 //
 // Operations (op): 0 add, 1 mul, 2 max, 3 min, 4 logaddexp (floats only). Element types:
-// float32, float64, int32, int64 (the host runs uint32 / uint64 on the signed kernels).
+// float32, float64, int32, int64 (the host runs the other integer types on the two integer
+// kernels: see src/scan.ts).
 // flags: bit 0 reverse (scan from t = N−1 down to 0), bit 1 exclusive (out[t] = carry
 // before x[t]).
 // init = 0 means "no init": the carry starts at the operation's identity

@@ -435,13 +435,18 @@ function fusedScan(ek: Kernels, name: CombineName, init: unknown, xs: unknown, d
     last = ek.tensor(c.dtype, c.shape);
     const flip = flipsFor(name, x.dtype), wide = widensFor(x.dtype);
     let ysK = ys, lastK = last; // what the kernel writes
+    // each copy joins temps as soon as it exists, so a failed allocation leaves none behind
+    const keep = (t: Tensor): Tensor => (temps.push(t), t);
     if (flip) {
-      for (const t of [(x = clone(ek, x)), (c = clone(ek, c))]) {
-        temps.push(t);
-        flipSigns(ek, t);
-      }
+      x = keep(clone(ek, x));
+      c = keep(clone(ek, c));
+      flipSigns(ek, x);
+      flipSigns(ek, c);
     } else if (wide) {
-      for (const t of [(x = widen(ek, x)), (c = widen(ek, c)), (ysK = ek.tensor('int32', x.shape)), (lastK = ek.tensor('int32', c.shape))]) temps.push(t);
+      x = keep(widen(ek, x));
+      c = keep(widen(ek, c));
+      ysK = keep(ek.tensor('int32', x.shape));
+      lastK = keep(ek.tensor('int32', c.shape));
     }
     const [O, N, I] = fold(x.shape, dim);
     ek.exports[KERNEL[x.dtype]](x.byteOffset, ysK.byteOffset, c.byteOffset, lastK.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);

@@ -756,19 +756,19 @@ describe('scan: fused integers other than int32 (add, mul, max, min): int64, uin
     const big = (t: Tensor) => Array.from(t.data as ArrayLike<number | bigint>, (v) => BigInt(v));
     expect(big(ys), `${label} ys`).toEqual(want);
     expect(big(last), `${label} last`).toEqual(wantLast);
-    // the unsigned max / min flip copies, never the caller's tensors
+    // the sign flips and the widening work on copies, never on the caller's tensors
     expect(big(x), `${label} xs unchanged`).toEqual(xs);
     expect(big(c), `${label} init unchanged`).toEqual(init ?? new Array(O * I).fill(identity));
     for (const t of [x, c, last, ys]) t.dispose();
   }
-  const opsOf = (_dt: Wide) => ['add', 'mul', 'max', 'min'] as const;
+  const OPS4 = ['add', 'mul', 'max', 'min'] as const;
   it('the combiners called directly, same shapes (the kernel, one step) and broadcasting (the host)', () => {
     const big = (t: Tensor) => Array.from(t.data as ArrayLike<number | bigint>, (v) => BigInt(v));
     for (const dt of WIDE) {
       const wrap = wrapOf(dt), r = rng(dt.length + BITS[dt]);
       const a = randomWide(dt, 6, r), b = randomWide(dt, 6, r), s = randomWide(dt, 3, r);
       const data = (v: bigint[]) => (BITS[dt] <= 32 ? v.map(Number) : v.map(String));
-      for (const op of ['add', 'mul', 'max', 'min'] as const) {
+      for (const op of OPS4) {
         const [y] = ek.combine[op]({ dtype: dt, shape: [2, 3], data: data(a) }, { dtype: dt, shape: [2, 3], data: data(b) }) as [Tensor, Tensor];
         expect(big(y), `${dt} ${op}`).toEqual(a.map((v, i) => wrap(combine(op, v, b[i]))));
         const [z] = ek.combine[op]({ dtype: dt, shape: [2, 3], data: data(a) }, { dtype: dt, shape: [3], data: data(s) }) as [Tensor, Tensor];
@@ -781,7 +781,7 @@ describe('scan: fused integers other than int32 (add, mul, max, min): int64, uin
   it('innermost runs of length 0, 1, tails 2..17, 31, 64 and 1001; lanes 2..17; both directions', () => {
     let seed = 3000;
     for (const dt of WIDE) {
-      for (const op of opsOf(dt)) {
+      for (const op of OPS4) {
         for (const reverse of [false, true]) {
           for (const n of [0, 1, ...Array.from({ length: 16 }, (_, i) => i + 2), 31, 64, 1001]) {
             checkWide(op, dt, [2, n], 1, reverse, seed++, true);
@@ -796,7 +796,7 @@ describe('scan: fused integers other than int32 (add, mul, max, min): int64, uin
   it('random ranks 1..4, shapes and dims (property)', () => {
     fc.assert(
       fc.property(
-        fc.constantFrom(...WIDE), fc.constantFrom('add', 'mul', 'max', 'min'),
+        fc.constantFrom(...WIDE), fc.constantFrom(...OPS4),
         fc.array(fc.integer({ min: 0, max: 7 }), { minLength: 1, maxLength: 4 }), fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 1 << 30 }),
         (dt: Wide, op, shape, dimSeed, reverse, seed) => {
           const dim = (dimSeed % (2 * shape.length)) - shape.length;
