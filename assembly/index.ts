@@ -13,7 +13,7 @@ export {
   encodeFromI64, quantizeF32ScratchBytes, quantizeF32, dequantizeF32,
 } from './quant';
 export {
-  scanF32, scanF64, scanI32, scanI64, cumsumI64, cumsumHalfScratchBytes, cumsumHalf, linearScanF32, linearScanF64,
+  scanF32, scanF64, scanI32, scanI64, cumsumI64, scanHalfScratchBytes, scanHalf, linearScanF32, linearScanF64,
 } from './scan';
 export {
   matvecRows16F32, rmsnormF32, ropeF32, swigluF32, addF32, softmaxF32, argmaxF32, appendHalfRows,

@@ -1,5 +1,6 @@
 // Cumulative kernels: inclusive / exclusive scans with add, mul, max, min, logaddexp;
-// CumSum for int64 and float16 / bfloat16; the linear recurrence h_t = a_t * h_{t-1} + b_t.
+// CumSum for int64; float16 / bfloat16 scans in their own arithmetic; the linear
+// recurrence h_t = a_t * h_{t-1} + b_t.
 //
 // Layout. The host folds a tensor of shape (D0 … Dk) scanned along axis `dim` into
 // (O, N, I): O = product of the dims before `dim`, N = the scanned length, I = product
@@ -770,10 +771,10 @@ export function cumsumI64(x: usize, y: usize, O: i32, N: i32, I: i32, flags: i32
 }
 
 // @ts-ignore: decorator
-@inline const HALF_CHUNK: usize = 1024; // float32 values of cumsumHalf's chunk buffer
+@inline const HALF_CHUNK: usize = 1024; // float32 values of scanHalf's chunk buffer
 
-/** Scratch bytes cumsumHalf needs for I lanes: the carries, then a chunk buffer. */
-export function cumsumHalfScratchBytes(I: i32): usize {
+/** Scratch bytes scanHalf needs for I lanes: the carries, then a chunk buffer. */
+export function scanHalfScratchBytes(I: i32): usize {
   return ((<usize>I * 4 + 15) & ~15) + HALF_CHUNK * 4;
 }
 
@@ -814,8 +815,8 @@ function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
  * the sums' NaNs come from bfloat16 values, whose low 16 bits are 0. float16: through its
  * bits and back. (A branch-free float16 rounding, (f + C) − C with C = 1.5 · 2^(binade + 13),
  * exact too, made the one-lane scan, whose loop is this function's latency, 1.25× slower:
- * C's exponent came from the sum's bits on every step. The one-lane loop keeps C across
- * steps instead, see cumsumHalf.)
+ * C's exponent came from the sum's bits on every step. The one-lane float16 sum keeps C
+ * across steps instead, see halfAddRunF16.)
  */
 @inline function roundHalf(f: f32, bf16: bool): f32 {
   if (bf16) {
@@ -825,52 +826,151 @@ function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
   return f16ToF32(f32ToF16(f));
 }
 
+// scanHalf's loops come in two instantiations: add's (O = OpAdd: CumSum and the cumulative
+// sum), and one for mul / max / min / logaddexp (O = OpRt) that tests the run-time op code at
+// each operation. That test made the lanes scans of bfloat16 1.4–1.5× and of float16 1.15–1.3×
+// slower than a loop with the add written in ((2048,2048) axis 0, same process); a copy of
+// the loops for each of the five ops cost 15 KB of the module.
+type OpRt = u64;
+@inline function halfOp<O>(op: i32, a: f32, b: f32): f32 {
+  if (sizeof<O>() == 8) {
+    if (op == 1) return a * b;
+    if (op == 2) return sop<f32, OpMax>(a, b);
+    if (op == 3) return sop<f32, OpMin>(a, b);
+    if (op == 4) return sop<f32, OpLae>(a, b);
+    return a + b;
+  }
+  return sop<f32, O>(a, b);
+}
+@inline function halfVop<O>(op: i32, a: v128, b: v128): v128 {
+  if (sizeof<O>() == 8) {
+    if (op == 1) return f32x4.mul(a, b);
+    if (op == 2) return v128.max<f32>(a, b);
+    if (op == 3) return v128.min<f32>(a, b);
+    if (op == 4) return laeF32x4Call(a, b);
+    return f32x4.add(a, b);
+  }
+  return vopSmall<f32, O>(a, b);
+}
+
+/** One step of I ≥ 8 lanes: carry ← round(op(carry, x)), y ← the new carry (exclusive: the old one). */
+@inline function halfRow<O>(op: i32, xb: usize, yb: usize, carry: usize, l: usize, excl: bool, b16: bool): void {
+  let i: usize = 0;
+  if (ASC_FEATURE_SIMD) for (; i + 8 <= l; i += 8) {
+    const v = v128.load(xb + (i << 1));
+    const cp = carry + (i << 2);
+    const ca = v128.load(cp), cb = v128.load(cp, 16);
+    const h = f32ToHalf8(halfVop<O>(op, ca, halfToF32Lo(v, b16)), halfVop<O>(op, cb, halfToF32Hi(v, b16)), b16);
+    v128.store(cp, halfToF32Lo(h, b16));
+    v128.store(cp, halfToF32Hi(h, b16), 16);
+    v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, b16) : h);
+  }
+  for (; i < l; i++) {
+    const h = <u32>load<u16>(xb + (i << 1));
+    const c = load<f32>(carry + (i << 2));
+    const nc = roundHalf(halfOp<O>(op, c, b16 ? reinterpret<f32>(h << 16) : f16ToF32(h)), b16);
+    store<u16>(yb + (i << 1), <u16>(b16 ? f32ToBf16(excl ? c : nc) : f32ToF16(excl ? c : nc)));
+    store<f32>(carry + (i << 2), nc);
+  }
+}
+
+/** m rows of l < 8 lanes widened at buf, scanned in place in scan order (one lane: the carry in a register). */
+@inline function halfChunk<O>(op: i32, buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
+  if (l == 1) {
+    let c = load<f32>(carry);
+    for (let s: usize = 0; s < m; s++) {
+      const p = buf + ((rev ? m - 1 - s : s) << 2);
+      const nc = roundHalf(halfOp<O>(op, c, load<f32>(p)), b16);
+      store<f32>(p, excl ? c : nc);
+      c = nc;
+    }
+    store<f32>(carry, c);
+    return;
+  }
+  for (let s: usize = 0; s < m; s++) {
+    const row = buf + (rev ? m - 1 - s : s) * l * 4;
+    for (let i: usize = 0; i < l; i++) {
+      const c = load<f32>(carry + (i << 2));
+      const nc = roundHalf(halfOp<O>(op, c, load<f32>(row + (i << 2))), b16);
+      store<f32>(row + (i << 2), excl ? c : nc);
+      store<f32>(carry + (i << 2), nc);
+    }
+  }
+}
+
 /**
- * Cumulative sum of float16 (bf16 = 0) or bfloat16 (bf16 = 1) data in the storage type's
- * arithmetic, as the ONNX reference (NumPy's cumsum, ml_dtypes for bfloat16) computes it:
- * every partial sum is rounded to the storage type (nearest even) before the next value is
- * added. The sums are formed in float32 and then rounded once more; the result is the
- * correctly rounded sum of the two half values, because float32's 24-bit significand is
- * at least 2p + 2 bits for both (p = 11 / 8), so double rounding cannot change a sum. So
- * 3,000 float16 ones sum to 2,048 (2,048 + 1 rounds back to 2,048), as NumPy's do.
- * The carries are kept as float32 holding those exact half values. `carry`: scratch of
- * cumsumHalfScratchBytes(I) bytes (16-byte aligned): I carries, then a chunk buffer.
- * Rows of I ≥ 8 lanes are summed a row at a time (SIMD: 8 lanes per vector); narrower
- * rows go a chunk of rows at a time: widened into the buffer with SIMD, summed in order
- * there, rounded back with SIMD. Either way every lane adds its values in the scan's order,
- * so the results are those of the plain scalar loop, bit for bit.
+ * float16 add along one lane: while the sums stay in one binade [lo, hi) of normal float16
+ * numbers, they are rounded as (v + C) − C with C = 1.5 · 2^(e+13) (float32's ulp at v + C is
+ * float16's quantum 2^(e−10) there, and C is an even number of them, so the hardware's
+ * ties-to-even is float16's; exact, checked against rounding by value on 8.3 M patterns): three
+ * float operations on the carry's chain instead of the round trip through the bits, which only
+ * runs when a sum leaves the band (and then sets the band to its binade). hi is 65520 in the
+ * top binade: from there on a sum rounds to Inf. The band starts empty. (1-D sums ~2× faster.)
  */
-export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: i32, flags: i32, bf16: i32): void {
-  const rev = (flags & 1) != 0, excl = (flags & 2) != 0, b16 = bf16 != 0;
+@inline function halfAddRunF16(buf: usize, carry: usize, m: usize, rev: bool, excl: bool): void {
+  let c = load<f32>(carry);
+  let lo: f32 = 1, hi: f32 = 0, k: f32 = 0;
+  for (let s: usize = 0; s < m; s++) {
+    const p = buf + ((rev ? m - 1 - s : s) << 2);
+    let nc = c + load<f32>(p);
+    const a = abs(nc);
+    if (a >= lo && a < hi) nc = (nc + k) - k;
+    else {
+      nc = roundHalf(nc, false);
+      const an = abs(nc);
+      if (an >= <f32>6.103515625e-5 && an <= 65504) { // a normal float16 number
+        const e = reinterpret<u32>(an) & 0x7f800000;
+        lo = reinterpret<f32>(e);
+        hi = e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
+        k = reinterpret<f32>(e + 0x06c00000);
+      } else {
+        lo = 1;
+        hi = 0;
+      }
+    }
+    store<f32>(p, excl ? c : nc);
+    c = nc;
+  }
+  store<f32>(carry, c);
+}
+
+/**
+ * Scan of float16 (flags bit 2 clear) or bfloat16 (bit 2 set) data, (O, N, I) along N, in the
+ * storage type's arithmetic, as PyTorch's CPU ops and the ONNX reference (NumPy's cumsum,
+ * ml_dtypes for bfloat16) compute it: every step's result is rounded to the storage type
+ * (nearest even) before the next step. y = scan(op, init, x), last = the final carry (O, I);
+ * op, init = 0 / last = 0, flags bits 0 (reverse) and 1 (exclusive) as for scanF32.
+ * Each step is formed in float32 and then rounded once more. For add and mul that is the
+ * correctly rounded result of the two half values, because float32's 24-bit significand is
+ * at least 2p + 2 bits for both (p = 11 / 8), so double rounding cannot change it; max and
+ * min pick one of their inputs; logaddexp is float32's (its polynomials, as scanF32), rounded.
+ * So 3,000 float16 ones sum to 2,048 (2,048 + 1 rounds back to 2,048), as NumPy's do.
+ * The carries are kept as float32 holding those exact half values. `carry`: scratch of
+ * scanHalfScratchBytes(I) bytes (16-byte aligned): I carries, then a chunk buffer.
+ * Rows of I ≥ 8 lanes are scanned a row at a time (SIMD: 8 lanes per vector); narrower
+ * rows go a chunk of rows at a time: widened into the buffer with SIMD, scanned in order
+ * there, rounded back with SIMD. Either way every lane combines its values in the scan's
+ * order, so the results are those of the plain scalar loop, bit for bit.
+ */
+export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
+  const rev = (flags & 1) != 0, excl = (flags & 2) != 0, b16 = (flags & 4) != 0;
   const n = <usize>N, l = <usize>I;
   const buf = carry + ((l * 4 + 15) & ~15);
+  // the carry starts at init, or the identity (−0 for add: y[1] = x[0], even for x[0] = −0);
+  // an exclusive scan's first row, written from it, is set to the seed +0 after the row group
+  // (as in scanRuns)
+  const id: f32 = op == 0 ? -0.0 : op == 1 ? 1 : op == 3 ? Infinity : -Infinity;
   for (let o: usize = 0; o < <usize>O; o++) {
-    // the carry starts at −0 (the identity: y[1] = x[0], even for x[0] = −0); an exclusive
-    // scan's first row, written from it, is set to +0 after the row group (as seed in scanRuns)
-    for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, -0.0);
+    if (init != 0) halvesToF32(init + o * l * 2, carry, l, b16);
+    else for (let i: usize = 0; i < l; i++) store<f32>(carry + i * 4, id);
     if (l >= 8) {
       for (let s: usize = 0; s < n; s++) {
         const t = rev ? n - 1 - s : s;
         const xb = x + (o * n + t) * l * 2, yb = y + (o * n + t) * l * 2;
-        let i: usize = 0;
-        if (ASC_FEATURE_SIMD) for (; i + 8 <= l; i += 8) {
-          const v = v128.load(xb + (i << 1));
-          const cp = carry + (i << 2);
-          const ca = v128.load(cp), cb = v128.load(cp, 16);
-          const h = f32ToHalf8(f32x4.add(ca, halfToF32Lo(v, b16)), f32x4.add(cb, halfToF32Hi(v, b16)), b16);
-          v128.store(cp, halfToF32Lo(h, b16));
-          v128.store(cp, halfToF32Hi(h, b16), 16);
-          v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, b16) : h);
-        }
-        for (; i < l; i++) {
-          const h = <u32>load<u16>(xb + (i << 1));
-          const c = load<f32>(carry + (i << 2));
-          const nc = roundHalf(c + (b16 ? reinterpret<f32>(h << 16) : f16ToF32(h)), b16);
-          store<u16>(yb + (i << 1), <u16>(b16 ? f32ToBf16(excl ? c : nc) : f32ToF16(excl ? c : nc)));
-          store<f32>(carry + (i << 2), nc);
-        }
+        if (op == 0) halfRow<OpAdd>(op, xb, yb, carry, l, excl, b16);
+        else halfRow<OpRt>(op, xb, yb, carry, l, excl, b16);
       }
-    } else {
+    } else if (l > 0) {
       // chunks of R whole rows (l < 8: R ≥ 128), from the scan's start (its end when reversed)
       const R = HALF_CHUNK / l;
       for (let c0: usize = 0; c0 < n; c0 += R) {
@@ -878,62 +978,14 @@ export function cumsumHalf(x: usize, y: usize, carry: usize, O: i32, N: i32, I: 
         const r0 = rev ? n - c0 - m : c0;
         const off = (o * n + r0) * l * 2, cnt = m * l;
         halvesToF32(x + off, buf, cnt, b16);
-        if (l == 1) {
-          // one lane: the carry stays in a register (the loop is the adds' and roundings' latency)
-          let c = load<f32>(carry);
-          if (b16) {
-            for (let s: usize = 0; s < m; s++) {
-              const p = buf + ((rev ? m - 1 - s : s) << 2);
-              const nc = roundHalf(c + load<f32>(p), true);
-              store<f32>(p, excl ? c : nc);
-              c = nc;
-            }
-          } else {
-            // float16: while the sums stay in one binade [lo, hi) of normal float16 numbers,
-            // they are rounded as (v + C) − C with C = 1.5 · 2^(e+13) (float32's ulp at
-            // v + C is float16's quantum 2^(e−10) there, and C is an even number of them,
-            // so the hardware's ties-to-even is float16's; exact, checked against rounding by
-            // value on 8.3 M patterns): three float operations on the carry's chain instead
-            // of the round trip through the bits, which only runs when a sum leaves the band
-            // (and then sets the band to its binade). hi is 65520 in the top binade: from
-            // there on a sum rounds to Inf. The band starts empty. (1-D scans ~2× faster.)
-            let lo: f32 = 1, hi: f32 = 0, k: f32 = 0;
-            for (let s: usize = 0; s < m; s++) {
-              const p = buf + ((rev ? m - 1 - s : s) << 2);
-              let nc = c + load<f32>(p);
-              const a = abs(nc);
-              if (a >= lo && a < hi) nc = (nc + k) - k;
-              else {
-                nc = roundHalf(nc, false);
-                const an = abs(nc);
-                if (an >= <f32>6.103515625e-5 && an <= 65504) { // a normal float16 number
-                  const e = reinterpret<u32>(an) & 0x7f800000;
-                  lo = reinterpret<f32>(e);
-                  hi = e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
-                  k = reinterpret<f32>(e + 0x06c00000);
-                } else {
-                  lo = 1;
-                  hi = 0;
-                }
-              }
-              store<f32>(p, excl ? c : nc);
-              c = nc;
-            }
-          }
-          store<f32>(carry, c);
-        } else for (let s: usize = 0; s < m; s++) {
-          const row = buf + (rev ? m - 1 - s : s) * l * 4;
-          for (let i: usize = 0; i < l; i++) {
-            const c = load<f32>(carry + (i << 2));
-            const nc = roundHalf(c + load<f32>(row + (i << 2)), b16);
-            store<f32>(row + (i << 2), excl ? c : nc);
-            store<f32>(carry + (i << 2), nc);
-          }
-        }
+        if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
+        else if (l == 1 && !b16) halfAddRunF16(buf, carry, m, rev, excl);
+        else halfChunk<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
         f32ToHalves(buf, y + off, cnt, b16);
       }
     }
-    if (excl && n > 0) memory.fill(y + (o * n + (rev ? n - 1 : 0)) * l * 2, 0, l * 2);
+    if (excl && init == 0 && op == 0 && n > 0) memory.fill(y + (o * n + (rev ? n - 1 : 0)) * l * 2, 0, l * 2);
+    if (last != 0) f32ToHalves(carry, last + o * l * 2, l, b16);
   }
 }
 

@@ -77,8 +77,22 @@ function fail(code: ConstructorParameters<typeof KernelError>[0], msg: string): 
 
 /** The carry dtypes of the fused scan kernels (one kernel call for the whole scan). */
 function dtypesFor(name: CombineName): string[] {
-  if (name === 'logaddexp') return ['float32', 'float64'];
-  return ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64', 'int8', 'int16', 'uint8', 'uint16'];
+  if (name === 'logaddexp') return ['float32', 'float64', 'float16', 'bfloat16'];
+  return ['float32', 'float64', 'int32', 'int64', 'uint32', 'uint64', 'int8', 'int16', 'uint8', 'uint16', 'float16', 'bfloat16'];
+}
+
+/** float16 / bfloat16: their own kernel (scanHalf), every step rounded to the storage type. */
+function isHalf(dtype: string): boolean {
+  return dtype === 'float16' || dtype === 'bfloat16';
+}
+
+/**
+ * The half-precision scan kernel over (O, N, I): each step computed in float32 and rounded once
+ * to nearest even, as PyTorch's CPU ops do (a float32 scan rounded at the end would differ).
+ */
+function scanHalf(ek: Kernels, x: Tensor, y: Tensor, init: Tensor, last: Tensor | null, O: number, N: number, I: number, name: CombineName, reverse: boolean): void {
+  const scratch = ek.scratch(ek.exports.scanHalfScratchBytes(I) >>> 0);
+  ek.exports.scanHalf(x.byteOffset, y.byteOffset, init.byteOffset, last ? last.byteOffset : 0, scratch, O, N, I, OP_CODE[name], (reverse ? 1 : 0) | (x.dtype === 'bfloat16' ? 4 : 0));
 }
 
 /** The integers narrower than 32 bits: scanned by the int32 kernel on widened copies. */
@@ -119,14 +133,6 @@ function flipSigns(ek: Kernels, t: Tensor): void {
   for (let i = step - 1; i < w.length; i += step) w[i] ^= 0x80000000;
 }
 
-/**
- * The carry dtypes a combiner takes on the host, step by step (ek.scan falls back to its
- * step loop for them): float16 / bfloat16 (computed in float32 and rounded once to nearest
- * even, as PyTorch's CPU ops do, every step: a float32 scan rounded at the end would differ).
- */
-function hostDtypesFor(_name: CombineName): string[] {
-  return ['float16', 'bfloat16'];
-}
 
 // ---- pytrees ---------------------------------------------------------------------
 
@@ -411,7 +417,7 @@ export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unkno
     // ys stacks it along dim, [N, 1] there, so [0, 1] when N = 0)
     const keeps = im.info === xm.info || promoteTypes(im.info.name, xm.info.name) === im.info.name;
     const yShape = broadcastsInto(sliceShape, im.shape) && xDim <= im.shape.length ? im.shape : null;
-    if (N === 0 && keeps && yShape && [...dtypesFor(tag), ...hostDtypesFor(tag)].includes(im.info.name)) {
+    if (N === 0 && keeps && yShape && dtypesFor(tag).includes(im.info.name)) {
       const temps: Tensor[] = [];
       try {
         const c = asTensor(ek, initLeaves[0].value, 'init', temps);
@@ -449,7 +455,8 @@ function fusedScan(ek: Kernels, name: CombineName, init: unknown, xs: unknown, d
       lastK = keep(ek.tensor('int32', c.shape));
     }
     const [O, N, I] = fold(x.shape, dim);
-    ek.exports[KERNEL[x.dtype]](x.byteOffset, ysK.byteOffset, c.byteOffset, lastK.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);
+    if (isHalf(x.dtype)) scanHalf(ek, x, ys, c, last, O, N, I, name, reverse);
+    else ek.exports[KERNEL[x.dtype]](x.byteOffset, ysK.byteOffset, c.byteOffset, lastK.byteOffset, O, N, I, OP_CODE[name], reverse ? 1 : 0);
     guards(ek, 'scan');
     if (flip) {
       flipSigns(ek, ys);
@@ -690,7 +697,7 @@ function broadcastIndex(shape: readonly number[], out: readonly number[]): Int32
   return idx;
 }
 
-/** out = c ⊕ x (broadcast) for the host dtypes (see hostDtypesFor). */
+/** out = c ⊕ x (broadcast) on the host: the integers the kernels run on copies, and broadcasting float16 / bfloat16 / 64-bit ones. */
 function hostCombine(ek: Kernels, name: CombineName, c: Tensor, x: Tensor, out: Tensor): void {
   const ia = broadcastIndex(c.shape, out.shape), ib = broadcastIndex(x.shape, out.shape);
   const n = out.size;
@@ -750,9 +757,8 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
         for (const t of temps) t.dispose();
       }
     }
-    const kernel = dtypesFor(name).includes(cm.info.name);
-    if (!kernel && !hostDtypesFor(name).includes(cm.info.name)) {
-      fail('INVALID_DTYPE', `${what} carry: expected ${[...dtypesFor(name), ...hostDtypesFor(name)].join(', ')}, got ${cm.info.name}`);
+    if (!dtypesFor(name).includes(cm.info.name)) {
+      fail('INVALID_DTYPE', `${what} carry: expected ${dtypesFor(name).join(', ')}, got ${cm.info.name}`);
     }
     const shape = broadcastShape(cm.shape, xm.shape, what);
     const temps: Tensor[] = [];
@@ -762,8 +768,13 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       const xt = asTensor(ek, x, `${what} x`, temps);
       c.assertAlive(`${what} carry`); // (converting a plain x runs the caller's code)
       next = ek.tensor(cm.info.name, shape);
-      if (!kernel || flipsFor(name, c.dtype) || widensFor(c.dtype)) {
+      if (flipsFor(name, c.dtype) || widensFor(c.dtype)) {
         hostCombine(ek, name, c, xt, next); // (one step: no flipped or widened copies for it)
+      } else if (isHalf(c.dtype)) {
+        // one step of the scan kernel, so that a scan stepped through this combiner and the
+        // fused one agree bit for bit (logaddexp's float32 polynomials); broadcasting: the host
+        if (sameShape(c.shape, xt.shape)) scanHalf(ek, xt, next, c, null, 1, 1, c.size, name, false);
+        else hostCombine(ek, name, c, xt, next);
       } else if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
         guards(ek, `combine.${name}`);

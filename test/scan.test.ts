@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Kernels, type Tensor, expectKernelError, init, rng, snapshot } from './helpers.js';
-import { type NumDtype, type ScanOp, applyOp, logaddexp, refLinearScan, refScan, sizeOf } from './ref/scan.js';
+import { type NumDtype, type ScanOp, applyOp, fromHalfBits, logaddexp, refLinearScan, refScan, refScanHalf, sizeOf, toBf16Bits, toF16Bits } from './ref/scan.js';
 
 let ek: Kernels;
 beforeAll(async () => {
@@ -808,7 +808,7 @@ describe('scan: fused integers other than int32 (add, mul, max, min): int64, uin
   });
 });
 
-describe('scan: the combiners called directly over the integers, and float16 / bfloat16 scans (step by step on the host)', () => {
+describe('scan: the combiners called directly over the integers and over float16 / bfloat16', () => {
   // int64 / uint64 wrap modulo 2^64, the narrower integers at their width (PyTorch's integer
   // ops); float16 / bfloat16 are combined in float32 and rounded once to nearest even
   const f32 = new Float32Array(1), u32 = new Uint32Array(f32.buffer);
@@ -859,7 +859,7 @@ describe('scan: the combiners called directly over the integers, and float16 / b
       m.dispose();
     }
   });
-  it('bfloat16 / float16: combined in float32, rounded once; a scan equals the float32 steps rounded each step', () => {
+  it('bfloat16 / float16 (fused): combined in float32, rounded once; a scan equals the float32 steps rounded each step', () => {
     const r = rng(72);
     const N = 9, L = 4;
     const xsBits = Array.from({ length: N * L }, () => bf16((r() - 0.5) * 10));
@@ -882,6 +882,154 @@ describe('scan: the combiners called directly over the integers, and float16 / b
     const [s] = ek.combine.add({ dtype: 'float16', shape: [2], data: [0x3c00, 0x3c00] }, { dtype: 'float16', shape: [2], data: [0x1000, 0x1400] });
     expect(Array.from(s.data as Uint16Array)).toEqual([0x3c00, 0x3c01]);
     s.dispose();
+  });
+});
+
+type Half = 'float16' | 'bfloat16';
+const HALVES: Half[] = ['float16', 'bfloat16'];
+
+/** Half bit patterns suited to an op, with ±0, ±Inf, NaN, subnormals and values near overflow among them. */
+function halfValues(op: ScanOp, dtype: Half, n: number, seed: number, specials = true): number[] {
+  const r = rng(seed);
+  const enc = dtype === 'float16' ? toF16Bits : toBf16Bits;
+  const big = dtype === 'float16' ? 60000 : 3e38, tiny = dtype === 'float16' ? 2 ** -20 : 2 ** -130;
+  const special = [0, -0, Infinity, -Infinity, NaN, tiny, -tiny, big, -big];
+  return Array.from({ length: n }, () => {
+    if (specials && r() < 0.06) return enc(special[Math.floor(r() * special.length)]);
+    if (op === 'mul') return enc(0.9 + 0.2 * r());
+    return enc((r() - 0.5) * (r() < 0.5 ? 8 : 2000));
+  });
+}
+
+/** Half bit patterns equal, NaN for NaN (payloads aside); logaddexp: at most one code apart, or 2^-20 near 0 (float32 polynomials against float64). */
+function expectHalves(dtype: Half, op: ScanOp, got: ArrayLike<number>, want: ArrayLike<number>, label: string): void {
+  expect(got.length, `${label} length`).toBe(want.length);
+  for (let i = 0; i < want.length; i++) {
+    const g = fromHalfBits(dtype, got[i]), w = fromHalfBits(dtype, want[i]);
+    if (Number.isNaN(w) || Number.isNaN(g)) {
+      if (!(Number.isNaN(w) && Number.isNaN(g))) expect.fail(`${label}[${i}]: got ${g} (0x${got[i].toString(16)}), want ${w}`);
+      continue;
+    }
+    if (got[i] === want[i]) continue;
+    // adjacent codes: same sign, magnitudes one apart (Inf is the code after the largest finite);
+    // or a result near 0 within float32's absolute error there (the kernel drops e^d < e^-86:
+    // logaddexp(0, -88) is 6e-39 in float64 and 0 in the kernel, see expNegF32x4)
+    const near = op === 'logaddexp' && (((got[i] & 0x8000) === (want[i] & 0x8000) && Math.abs((got[i] & 0x7fff) - (want[i] & 0x7fff)) === 1) || Math.abs(g - w) <= 2 ** -20);
+    if (!near) expect.fail(`${label}[${i}]: got ${g} (0x${got[i].toString(16)}), want ${w} (0x${want[i].toString(16)})`);
+  }
+}
+
+function checkHalf(op: ScanOp, dtype: Half, shape: number[], dim: number, reverse: boolean, seed: number, label: string): void {
+  const d = dim < 0 ? dim + shape.length : dim;
+  const xs = halfValues(op, dtype, sizeOf(shape), seed);
+  const cshape = shape.filter((_, i) => i !== d);
+  const init = halfValues(op, dtype, sizeOf(cshape), seed + 0.5);
+  const x = ek.tensor(dtype, shape, xs), c = ek.tensor(dtype, cshape, init);
+  const xBefore = x.bytes(), cBefore = c.bytes();
+  const live = ek.stats().tensorsLive;
+  const [last, ys] = ek.scan(ek.combine[op], c, x, { dim, reverse }) as [Tensor, Tensor];
+  expect(ek.stats().tensorsLive, `${label} live`).toBe(live + 2);
+  expect(ys.dtype).toBe(dtype);
+  expect([...ys.shape]).toEqual(shape);
+  expect([...last.shape]).toEqual(cshape);
+  const want = refScanHalf(op, dtype, xs, shape, d, reverse, init);
+  expectHalves(dtype, op, ys.data as Uint16Array, want.ys, `${label} ys`);
+  expectHalves(dtype, op, last.data as Uint16Array, want.last, `${label} last`);
+  expect(x.bytes(), `${label} xs unchanged`).toEqual(xBefore);
+  expect(c.bytes(), `${label} init unchanged`).toEqual(cBefore);
+  for (const t of [x, c, last, ys]) t.dispose();
+}
+
+describe('scan: float16 / bfloat16 fused (every step rounded to the storage type)', () => {
+  it('every combiner, reverse; innermost runs of length 0, 1, tails 2..17, 31, 64 and 1001', () => {
+    let seed = 3000;
+    for (const op of OPS) {
+      for (const dtype of HALVES) {
+        for (const reverse of [false, true]) {
+          for (const n of [0, 1, ...Array.from({ length: 16 }, (_, i) => i + 2), 31, 64, 1001]) {
+            checkHalf(op, dtype, [2, n], 1, reverse, seed++, `${op} ${dtype} [2,${n}] dim 1 rev ${reverse}`);
+          }
+        }
+      }
+    }
+  });
+
+  it('every combiner, reverse; lanes 1..17 (chunked rows below 8, vectors and tails from 8) and long scans', () => {
+    let seed = 4000;
+    for (const op of OPS) {
+      for (const dtype of HALVES) {
+        for (const reverse of [false, true]) {
+          for (let lanes = 1; lanes <= 17; lanes++) {
+            for (const n of [0, 1, 3, 6]) checkHalf(op, dtype, [n, lanes], 0, reverse, seed++, `${op} ${dtype} [${n},${lanes}] dim 0 rev ${reverse}`);
+          }
+          checkHalf(op, dtype, [300, 6], 0, reverse, seed++, `${op} ${dtype} [300,6] dim 0`);
+          checkHalf(op, dtype, [700, 3], 0, reverse, seed++, `${op} ${dtype} [700,3] dim 0 (several chunks)`);
+          checkHalf(op, dtype, [3, 5, 4, 9], 1, reverse, seed++, `${op} ${dtype} [3,5,4,9] dim 1`);
+        }
+      }
+    }
+  });
+
+  it('random ranks 1..4, shapes and dims (property)', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...OPS), fc.constantFrom(...HALVES), fc.array(fc.integer({ min: 0, max: 9 }), { minLength: 1, maxLength: 4 }),
+        fc.nat(), fc.boolean(), fc.integer({ min: 1, max: 1 << 30 }),
+        (op, dtype, shape, dimSeed, reverse, seed) => {
+          const r = shape.length;
+          const dim = (dimSeed % (2 * r)) - r;
+          checkHalf(op, dtype, shape, dim, reverse, seed, `${op} ${dtype} ${JSON.stringify(shape)} dim ${dim} rev ${reverse}`);
+        },
+      ),
+      { seed: 11, numRuns: 200 },
+    );
+  });
+
+  it('float16 sums round every step: 3,000 ones reach 2,048 and stay there (innermost and lanes); 65,504 + 16 is Inf', () => {
+    for (const [shape, dim] of [[[3000], 0], [[3000, 9], 0], [[2, 3000], 1]] as [number[], number][]) {
+      const x = ek.tensor('float16', shape, new Array(sizeOf(shape)).fill(0x3c00));
+      const c = ek.tensor('float16', shape.filter((_, i) => i !== dim));
+      const [last, ys] = ek.scan(ek.combine.add, c, x, { dim }) as [Tensor, Tensor];
+      expect(new Set(last.data as Uint16Array), JSON.stringify(shape)).toEqual(new Set([toF16Bits(2048)]));
+      expect((ys.data as Uint16Array)[sizeOf(shape) - 1]).toBe(toF16Bits(2048));
+      for (const t of [x, c, last, ys]) t.dispose();
+    }
+    const [s] = ek.combine.add({ dtype: 'float16', shape: [3], data: [toF16Bits(65504), toF16Bits(65504), toF16Bits(-65504)] }, { dtype: 'float16', shape: [3], data: [toF16Bits(15.99), toF16Bits(16), toF16Bits(-16)] });
+    expect(Array.from(s.data as Uint16Array)).toEqual([toF16Bits(65504), 0x7c00, 0xfc00]);
+    s.dispose();
+  });
+
+  it('fused equals the callable combiner run step by step, bit for bit (logaddexp and NaN bits included)', () => {
+    let seed = 5000;
+    for (const op of OPS) {
+      for (const dtype of HALVES) {
+        for (const [shape, dim] of [[[9, 7], 0], [[4, 3, 5], 1], [[3, 11], 1], [[13], 0], [[5, 19], 0], [[2, 9, 9], 1]] as [number[], number][]) {
+          for (const reverse of [false, true]) {
+            const x = ek.tensor(dtype, shape, halfValues(op, dtype, sizeOf(shape), seed++));
+            const cshape = shape.filter((_, i) => i !== dim);
+            const c = ek.tensor(dtype, cshape, halfValues(op, dtype, sizeOf(cshape), seed++));
+            const [fl, fy] = ek.scan(ek.combine[op], c, x, { dim, reverse }) as [Tensor, Tensor];
+            const [sl, sy] = ek.scan((a: Tensor, b: Tensor) => ek.combine[op](a, b), c, x, { dim, reverse }) as [Tensor, Tensor];
+            const label = `${op} ${dtype} ${JSON.stringify(shape)} dim ${dim} rev ${reverse}`;
+            expect(fy.bytes(), label).toEqual(sy.bytes());
+            expect(fl.bytes(), label).toEqual(sl.bytes());
+            for (const t of [x, c, fl, fy, sl, sy]) t.dispose();
+          }
+        }
+      }
+    }
+  });
+
+  it('the combiners called directly broadcast on the host with the same rounding', () => {
+    for (const dtype of HALVES) {
+      for (const op of OPS) {
+        const a = halfValues(op, dtype, 6, 61, false), b = halfValues(op, dtype, 3, 62, false);
+        const [s] = ek.combine[op]({ dtype, shape: [2, 3], data: a }, { dtype, shape: [3], data: b });
+        const want = a.map((v, i) => refScanHalf(op, dtype, [b[i % 3]], [1], 0, false, [v]).last[0]);
+        expectHalves(dtype, op, s.data as Uint16Array, want, `${op} ${dtype}`);
+        s.dispose();
+      }
+    }
   });
 });
 

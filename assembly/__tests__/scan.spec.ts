@@ -1,6 +1,6 @@
 // Unit tests of the scan kernels on raw memory: values for small exact inputs, and no byte
 // written outside the outputs for every tail length (guard bytes around every output).
-import { scanF32, scanI32, cumsumI64, cumsumHalf, cumsumHalfScratchBytes, linearScanF32 } from '../scan';
+import { scanF32, scanI32, cumsumI64, scanHalf, scanHalfScratchBytes, linearScanF32 } from '../scan';
 
 const GUARD: usize = 32;
 const MARK: u8 = 0xab;
@@ -73,7 +73,7 @@ describe('scanI32 max, lanes', () => {
   });
 });
 
-describe('cumsumI64, cumsumHalf, linearScanF32', () => {
+describe('cumsumI64, scanHalf, linearScanF32', () => {
   it('stay inside their outputs for every tail length', () => {
     for (let n = 0; n <= 9; n++) {
       for (let I = 1; I <= 19; I += I < 3 ? 1 : 5) { // 1, 2, 3, 8, 13, 18: chunked rows, SIMD rows with tails
@@ -83,9 +83,15 @@ describe('cumsumI64, cumsumHalf, linearScanF32', () => {
         const y = guarded(count * 8);
         cumsumI64(x, y, 1, n, I, 0);
         expect<bool>(guardsIntact(y, count * 8)).toBe(true);
-        const h = guarded(count * 2), carry = heap.alloc(cumsumHalfScratchBytes(I));
-        cumsumHalf(x, h, carry, 1, n, I, 3, 1);
-        expect<bool>(guardsIntact(h, count * 2)).toBe(true);
+        const carry = heap.alloc(scanHalfScratchBytes(I));
+        for (let op = 0; op <= 4; op++) {
+          for (let flags = 0; flags < 8; flags++) {
+            const h = guarded(count * 2), hl = guarded(<usize>I * 2);
+            scanHalf(x, h, flags & 1 ? x : 0, hl, carry, 1, n, I, op, flags);
+            expect<bool>(guardsIntact(h, count * 2)).toBe(true);
+            expect<bool>(guardsIntact(hl, <usize>I * 2)).toBe(true);
+          }
+        }
         const hs = guarded(count * 4), last = guarded(<usize>I * 4), h0 = heap.alloc(<usize>I * 4 + 16);
         memory.fill(h0, 0, <usize>I * 4);
         linearScanF32(x, x, h0, hs, last, 1, n, I, 0);

@@ -42,7 +42,7 @@ const cumsum: OpDef = {
     const k = SCAN_KERNEL[x!.dtype];
     if (k) ctx.exports[k](x!.byteOffset, y.byteOffset, 0, 0, O, N, I, 0, flags);
     else if (x!.dtype === 'int64' || x!.dtype === 'uint64') ctx.exports.cumsumI64(x!.byteOffset, y.byteOffset, O, N, I, flags);
-    else ctx.exports.cumsumHalf(x!.byteOffset, y.byteOffset, ctx.scratch(ctx.exports.cumsumHalfScratchBytes(I) >>> 0), O, N, I, flags, x!.dtype === 'bfloat16' ? 1 : 0);
+    else ctx.exports.scanHalf(x!.byteOffset, y.byteOffset, 0, 0, ctx.scratch(ctx.exports.scanHalfScratchBytes(I) >>> 0), O, N, I, 0, flags | (x!.dtype === 'bfloat16' ? 4 : 0));
     return [y];
   },
 };

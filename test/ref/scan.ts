@@ -215,3 +215,46 @@ export function refCumsumHalf(
   }
   return ys;
 }
+
+/** float16 / bfloat16 bits → their value (exact). */
+export function fromHalfBits(dtype: 'float16' | 'bfloat16', h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  if (dtype === 'bfloat16') {
+    u32[0] = h << 16;
+    return f32[0];
+  }
+  const e = (h >> 10) & 0x1f, m = h & 0x3ff;
+  if (e === 31) return m ? NaN : sign * Infinity;
+  return sign * (e === 0 ? m * 2 ** -24 : (1 + m / 1024) * 2 ** (e - 15));
+}
+
+/**
+ * A scan of float16 / bfloat16 bit patterns in the storage type's arithmetic, as PyTorch's CPU
+ * ops run it: every step computed exactly (float64: exact for add and mul of two half values
+ * up to its own rounding, which double rounding to 8 or 11 bits cannot change) and rounded to
+ * the type, nearest even. logaddexp: float64's, rounded. Returns bit patterns (NaN as the
+ * type's default NaN: compare NaN-ness, not payloads).
+ */
+export function refScanHalf(
+  op: ScanOp, dtype: 'float16' | 'bfloat16', bits: ArrayLike<number>, shape: readonly number[], dim: number,
+  reverse: boolean, initBits: ArrayLike<number>,
+): { ys: number[]; last: number[] } {
+  const enc = dtype === 'float16' ? toF16Bits : toBf16Bits;
+  const dec = (h: number) => fromHalfBits(dtype, h);
+  const O = sizeOf(shape.slice(0, dim)), N = shape[dim], I = sizeOf(shape.slice(dim + 1));
+  const ys = new Array<number>(O * N * I).fill(0);
+  const last = new Array<number>(O * I).fill(0);
+  for (let o = 0; o < O; o++) {
+    for (let i = 0; i < I; i++) {
+      let c = initBits[o * I + i];
+      for (let s = 0; s < N; s++) {
+        const t = reverse ? N - 1 - s : s;
+        const k = (o * N + t) * I + i;
+        c = enc(applyOp(op, 'float64', dec(c), dec(bits[k])));
+        ys[k] = c;
+      }
+      last[o * I + i] = c;
+    }
+  }
+  return { ys, last };
+}
