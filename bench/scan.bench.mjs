@@ -46,7 +46,7 @@ export default async function (h) {
   }
 
   // ---- CumSum's other kernels: float64 / int32 (scanF64 / scanI32), int64 (cumsumI64),
-  // float16 / bfloat16 (cumsumHalf), 4M values 1-D and (2048,2048) axis 0 --------------------
+  // float16 / bfloat16 (scanHalf), 4M values 1-D and (2048,2048) axis 0 --------------------
   // The values come from the float32 data through ek's Cast; the peers get the same
   // elements (a type onnxruntime has no CumSum kernel for is reported and left out).
   const HOST = { float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array };
@@ -156,6 +156,34 @@ export default async function (h) {
       h.emit({ suite, case: label, impl: 'the same combiner stepped on the host', stats: per(await h.time(host, { minMs: 300, maxRuns: 10 }), (Tjs * L) / 1e6), bytes: 16e6 });
       h.emit({ suite, case: label, impl: 'memcpy', stats: per(await h.memcpy(8 * T * L, { minMs: 300, maxRuns: 40 }), M), bytes: 16e6 });
       x.dispose(); xj.dispose(); c.dispose();
+    }
+  }
+
+  // ---- float16 / bfloat16 (every step rounded to the storage type, scanHalf): fused add /
+  // logaddexp against the same combiner stepped (an untagged wrapper) on 1/64 of the steps,
+  // and memcpy of the same traffic; ms per 1M scanned elements ---------------------------------
+  for (const dt of ['float16', 'bfloat16']) {
+    for (const name of ['add', 'logaddexp']) {
+      for (const [L, label] of [[1024, 'lanes: (2048,1024) dim 0'], [1, 'innermost: (2M) dim 0']]) {
+        const suite = `scan ${name} ${dt} (ms per 1M elements)`;
+        const T = L === 1 ? 1 << 21 : 2048, Tjs = T / 64;
+        const mk = (t, seed) => {
+          const f = ek.tensor('float32', L === 1 ? [t] : [t, L], fill(new Float32Array(t * L), seed));
+          const [v] = ek.run('Cast', [f], { to: dt });
+          f.dispose();
+          return v;
+        };
+        const x = mk(T, 8), xj = mk(Tjs, 9);
+        const c = ek.tensor(dt, L === 1 ? [] : [L]);
+        const comb = ek.combine[name], stepped = (carry, xt) => comb(carry, xt);
+        const fused = () => { const [a, b] = ek.scan(comb, c, x, { dim: 0 }); a.dispose(); b.dispose(); };
+        const host = () => { const [a, b] = ek.scan(stepped, c, xj, { dim: 0 }); a.dispose(); b.dispose(); };
+        const M = (T * L) / 1e6;
+        h.emit({ suite, case: label, impl: 'edgekernels', stats: per(await h.time(fused, { minMs: 300, maxRuns: 40 }), M), bytes: 4e6 });
+        h.emit({ suite, case: label, impl: 'the same combiner stepped', stats: per(await h.time(host, { minMs: 300, maxRuns: 10 }), (Tjs * L) / 1e6), bytes: 4e6 });
+        h.emit({ suite, case: label, impl: 'memcpy', stats: per(await h.memcpy(2 * T * L, { minMs: 300, maxRuns: 40 }), M), bytes: 4e6 });
+        x.dispose(); xj.dispose(); c.dispose();
+      }
     }
   }
 
