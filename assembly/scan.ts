@@ -744,15 +744,31 @@ export function cumsumI64(x: usize, y: usize, O: i32, N: i32, I: i32, flags: i32
 // SIMD twins of f32ToF16 / f32ToBf16 (same bits, NaN payloads included) and of the
 // widening (f16BitsToF32V: exact, Inf / NaN kept), on i32 lanes holding one 16-bit code each.
 @inline function f32ToF16V(f: v128): v128 {
-  const ax = v128.and(f, i32x4.splat(0x7fffffff));
-  const s = v128.and(i32x4.shr_u(f, 16), i32x4.splat(0x8000));
-  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(ax, i32x4.splat(<i32>0xc8000fff)), v128.and(i32x4.shr_u(ax, 13), i32x4.splat(1))), 13);
-  const sub = i32x4.sub(f32x4.add(ax, f32x4.splat(0.5)), i32x4.splat(0x3f000000));
-  let r = v128.bitselect(sub, nrm, i32x4.lt_s(ax, i32x4.splat(0x38800000)));
-  r = v128.bitselect(i32x4.splat(0x7c00), r, i32x4.gt_s(ax, i32x4.splat(0x477fefff)));
-  const nan = v128.or(i32x4.splat(0x7e00), v128.and(i32x4.shr_u(ax, 13), i32x4.splat(0x3ff)));
-  return v128.or(v128.bitselect(nan, r, i32x4.gt_s(ax, i32x4.splat(0x7f800000))), s);
+  // the constants are read from F16N (a load each) rather than written as v128 constants:
+  // 18 bytes of code for each of those at each of the ten uses, 1.3 KB of the module in all,
+  // and the same speed (V8 rebuilds a v128 constant at each use inside a loop; see F16W)
+  const c = F16N;
+  const ax = v128.and(f, v128.load(c));
+  const s = v128.and(i32x4.shr_u(f, 16), v128.load(c, 16));
+  const nrm = i32x4.shr_u(i32x4.add(i32x4.add(ax, v128.load(c, 32)), v128.and(i32x4.shr_u(ax, 13), v128.load(c, 48))), 13);
+  const half = v128.load(c, 64);
+  const sub = i32x4.sub(f32x4.add(ax, half), half);
+  let r = v128.bitselect(sub, nrm, i32x4.lt_s(ax, v128.load(c, 80)));
+  r = v128.bitselect(v128.load(c, 96), r, i32x4.gt_s(ax, v128.load(c, 112)));
+  const nan = v128.or(v128.load(c, 128), v128.and(i32x4.shr_u(ax, 13), v128.load(c, 144)));
+  return v128.or(v128.bitselect(nan, r, i32x4.gt_s(ax, v128.load(c, 160))), s);
 }
+/** f32ToF16V's constants, one v128 each: abs mask, 0x8000, the rebias and round 0xc8000fff, 1,
+ *  0.5 (whose bits are also the subnormal path's 0x3f000000), the smallest normal 0x38800000,
+ *  0x7c00, the overflow bound 0x477fefff, 0x7e00, 0x3ff, Inf 0x7f800000 (0 in the scalar build). */
+const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+  0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff, 0x8000, 0x8000, 0x8000, 0x8000,
+  0xc8000fff, 0xc8000fff, 0xc8000fff, 0xc8000fff, 1, 1, 1, 1,
+  0x3f000000, 0x3f000000, 0x3f000000, 0x3f000000, 0x38800000, 0x38800000, 0x38800000, 0x38800000,
+  0x7c00, 0x7c00, 0x7c00, 0x7c00, 0x477fefff, 0x477fefff, 0x477fefff, 0x477fefff,
+  0x7e00, 0x7e00, 0x7e00, 0x7e00, 0x3ff, 0x3ff, 0x3ff, 0x3ff,
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000,
+], 16) : 0;
 @inline function f32ToBf16V(f: v128): v128 {
   const hi = i32x4.shr_u(f, 16);
   const r = i32x4.shr_u(i32x4.add(i32x4.add(f, i32x4.splat(0x7fff)), v128.and(hi, i32x4.splat(1))), 16);
