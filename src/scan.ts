@@ -133,7 +133,6 @@ function flipSigns(ek: Kernels, t: Tensor): void {
   for (let i = step - 1; i < w.length; i += step) w[i] ^= 0x80000000;
 }
 
-
 // ---- pytrees ---------------------------------------------------------------------
 
 type Spec =
@@ -773,8 +772,10 @@ function makeCombiner(ek: Kernels, name: CombineName): Combiner {
       } else if (isHalf(c.dtype)) {
         // one step of the scan kernel, so that a scan stepped through this combiner and the
         // fused one agree bit for bit (logaddexp's float32 polynomials); broadcasting: the host
-        if (sameShape(c.shape, xt.shape)) scanHalf(ek, xt, next, c, null, 1, 1, c.size, name, false);
-        else hostCombine(ek, name, c, xt, next);
+        if (sameShape(c.shape, xt.shape)) {
+          scanHalf(ek, xt, next, c, null, 1, 1, c.size, name, false);
+          guards(ek, `combine.${name}`);
+        } else hostCombine(ek, name, c, xt, next);
       } else if (sameShape(c.shape, xt.shape)) {
         ek.exports[KERNEL[c.dtype]](xt.byteOffset, next.byteOffset, c.byteOffset, 0, 1, 1, c.size, op, 0);
         guards(ek, `combine.${name}`);
