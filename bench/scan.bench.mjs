@@ -134,57 +134,41 @@ export default async function (h) {
     }
   }
 
-  // ---- int64 (torch.long, PyTorch's default integer type): fused add / max against the same
-  // combiner stepped on the host (an untagged wrapper: ek.scan cannot fuse it) on 1/64 of the
-  // steps, and memcpy of the same traffic; ms per 1M scanned elements --------------------------
-  for (const name of ['add', 'max']) {
-    for (const [L, label] of [[1024, 'lanes: (2048,1024) dim 0'], [1, 'innermost: (2M) dim 0']]) {
-      const suite = `scan ${name} int64 (ms per 1M elements)`;
-      const T = L === 1 ? 1 << 21 : 2048, Tjs = T / 64;
-      const mk = (t, seed) => {
-        const f = fill(new Float32Array(t * L), seed), d = new BigInt64Array(t * L);
-        for (let i = 0; i < d.length; i++) d[i] = BigInt(Math.round(f[i] * 2 ** 40));
-        return ek.tensor('int64', L === 1 ? [t] : [t, L], d);
-      };
-      const x = mk(T, 6), xj = mk(Tjs, 7);
-      const c = ek.tensor('int64', L === 1 ? [] : [L]);
-      const comb = ek.combine[name], stepped = (carry, xt) => comb(carry, xt);
-      const fused = () => { const [a, b] = ek.scan(comb, c, x, { dim: 0 }); a.dispose(); b.dispose(); };
-      const host = () => { const [a, b] = ek.scan(stepped, c, xj, { dim: 0 }); a.dispose(); b.dispose(); };
-      const M = (T * L) / 1e6;
-      h.emit({ suite, case: label, impl: 'edgekernels', stats: per(await h.time(fused, { minMs: 300, maxRuns: 40 }), M), bytes: 16e6 });
-      h.emit({ suite, case: label, impl: 'the same combiner stepped on the host', stats: per(await h.time(host, { minMs: 300, maxRuns: 10 }), (Tjs * L) / 1e6), bytes: 16e6 });
-      h.emit({ suite, case: label, impl: 'memcpy', stats: per(await h.memcpy(8 * T * L, { minMs: 300, maxRuns: 40 }), M), bytes: 16e6 });
-      x.dispose(); xj.dispose(); c.dispose();
-    }
-  }
-
-  // ---- float16 / bfloat16 (every step rounded to the storage type, scanHalf): fused add /
-  // logaddexp against the same combiner stepped (an untagged wrapper) on 1/64 of the steps,
-  // and memcpy of the same traffic; ms per 1M scanned elements ---------------------------------
-  for (const dt of ['float16', 'bfloat16']) {
-    for (const name of ['add', 'logaddexp']) {
+  // ---- dtypes the package fused after int32 / float32 / float64: each op fused against the
+  // same combiner stepped (an untagged wrapper, which ek.scan cannot fuse) on 1/64 of the
+  // steps, and memcpy of the same traffic; ms per 1M scanned elements. int64 (torch.long,
+  // PyTorch's default integer type); float16 / bfloat16 (every step rounded to the storage
+  // type, scanHalf). mk(t, L, seed): a [t, L] tensor (L = 1: [t]) of the dtype.
+  const fusedVsStepped = async (dt, names, elemBytes, mk) => {
+    for (const name of names) {
       for (const [L, label] of [[1024, 'lanes: (2048,1024) dim 0'], [1, 'innermost: (2M) dim 0']]) {
         const suite = `scan ${name} ${dt} (ms per 1M elements)`;
         const T = L === 1 ? 1 << 21 : 2048, Tjs = T / 64;
-        const mk = (t, seed) => {
-          const f = ek.tensor('float32', L === 1 ? [t] : [t, L], fill(new Float32Array(t * L), seed));
-          const [v] = ek.run('Cast', [f], { to: dt });
-          f.dispose();
-          return v;
-        };
-        const x = mk(T, 8), xj = mk(Tjs, 9);
+        const x = mk(T, L, 6), xj = mk(Tjs, L, 7);
         const c = ek.tensor(dt, L === 1 ? [] : [L]);
         const comb = ek.combine[name], stepped = (carry, xt) => comb(carry, xt);
         const fused = () => { const [a, b] = ek.scan(comb, c, x, { dim: 0 }); a.dispose(); b.dispose(); };
         const host = () => { const [a, b] = ek.scan(stepped, c, xj, { dim: 0 }); a.dispose(); b.dispose(); };
-        const M = (T * L) / 1e6;
-        h.emit({ suite, case: label, impl: 'edgekernels', stats: per(await h.time(fused, { minMs: 300, maxRuns: 40 }), M), bytes: 4e6 });
-        h.emit({ suite, case: label, impl: 'the same combiner stepped', stats: per(await h.time(host, { minMs: 300, maxRuns: 10 }), (Tjs * L) / 1e6), bytes: 4e6 });
-        h.emit({ suite, case: label, impl: 'memcpy', stats: per(await h.memcpy(2 * T * L, { minMs: 300, maxRuns: 40 }), M), bytes: 4e6 });
+        const M = (T * L) / 1e6, bytes = 2 * elemBytes * 1e6;
+        h.emit({ suite, case: label, impl: 'edgekernels', stats: per(await h.time(fused, { minMs: 300, maxRuns: 40 }), M), bytes });
+        h.emit({ suite, case: label, impl: 'the same combiner stepped', stats: per(await h.time(host, { minMs: 300, maxRuns: 10 }), (Tjs * L) / 1e6), bytes });
+        h.emit({ suite, case: label, impl: 'memcpy', stats: per(await h.memcpy(elemBytes * T * L, { minMs: 300, maxRuns: 40 }), M), bytes });
         x.dispose(); xj.dispose(); c.dispose();
       }
     }
+  };
+  await fusedVsStepped('int64', ['add', 'max'], 8, (t, L, seed) => {
+    const f = fill(new Float32Array(t * L), seed), d = new BigInt64Array(t * L);
+    for (let i = 0; i < d.length; i++) d[i] = BigInt(Math.round(f[i] * 2 ** 40));
+    return ek.tensor('int64', L === 1 ? [t] : [t, L], d);
+  });
+  for (const dt of ['float16', 'bfloat16']) {
+    await fusedVsStepped(dt, ['add', 'logaddexp'], 2, (t, L, seed) => {
+      const f = ek.tensor('float32', L === 1 ? [t] : [t, L], fill(new Float32Array(t * L), seed + 2));
+      const [v] = ek.run('Cast', [f], { to: dt });
+      f.dispose();
+      return v;
+    });
   }
 
   // ---- linear recurrence (4096 steps x 1024 lanes) ----------------------------------------
