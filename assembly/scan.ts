@@ -32,7 +32,7 @@
 // of O·N·I elements; init / last are O·I elements and do not overlap y; O, N, I ≥ 0.
 // The kernels read and write only inside those buffers (output tails are scalar).
 
-import { f16BitsToF32V } from './simd';
+import { f16BitsToF32V, f16BitsToF32VC, F16W } from './simd';
 
 // The operation is a type parameter O, so that every (dtype, op) pair is its own function
 // with no op tests in its loops: O is one of these marker types (only their size and
@@ -774,6 +774,46 @@ const F16N: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
   const r = i32x4.shr_u(i32x4.add(i32x4.add(f, i32x4.splat(0x7fff)), v128.and(hi, i32x4.splat(1))), 16);
   return v128.bitselect(v128.or(hi, i32x4.splat(0x40)), r, i32x4.gt_s(v128.and(f, i32x4.splat(0x7fffffff)), i32x4.splat(0x7f800000)));
 }
+/**
+ * 4 float32 lanes rounded to float16's precision (nearest even), as float32: the exact float16
+ * value, ±Inf on overflow, a NaN quiet. C = 1.5 · 2^(e+13), 2^e the lane's binade floored at
+ * 2^−14 (below it float16's quantum stays 2^−24): v + C lies in C's float32 binade, whose ulp
+ * is float16's quantum at v, so (v + C) − C is v rounded to it, ties to even (C is an even
+ * number of quanta); a round up to 2^(e+1) is that binade's first value. For v at or past
+ * 65520 this gives 65536 or more, which float16 rounds to Inf: r · 2^112 overflows to ±Inf
+ * exactly when |r| ≥ 2^16, and the multiply back by 2^−112 is exact otherwise. A NaN lane's
+ * C (its exponent field all ones, + 0x06c00000, wraps to a finite value) keeps it NaN, and
+ * Inf stays Inf. The same values as roundHalf (a NaN keeps the low payload bits roundHalf
+ * clears, which no encoding reads), ~10 operations per 4 lanes instead of the encoder and a
+ * widening (~25). A float16 subnormal result costs a microcode assist in f16ExactBitsV on
+ * x86 (a float32 subnormal product), as the widening's multiply does for subnormal inputs.
+ */
+@inline function roundF16V(v: v128, t: usize): v128 {
+  const c = i32x4.add(i32x4.max_u(v128.and(v, v128.load(t)), v128.load(t, 16)), v128.load(t, 32));
+  // (v + C) − C is +0 for v = −0 or a negative v that rounds to zero: v's sign goes back in
+  // (every other result already has it, a NaN included)
+  const r = v128.or(f32x4.sub(f32x4.add(v, c), c), v128.and(v, v128.load(t, 80)));
+  return f32x4.mul(f32x4.mul(r, v128.load(t, 48)), v128.load(t, 64));
+}
+/**
+ * The float16 bits of 4 float32 lanes holding float16 values (roundF16V's results: exact
+ * values, ±Inf, quiet NaNs), sign-extended to i32 lanes for i16x8.narrow_i32x4_s. Times
+ * 2^−112 a float16 value's float32 exponent field holds its float16 field (its top three bits
+ * clear; all ones for Inf / NaN), and its top ten mantissa bits the float16 mantissa, float16
+ * subnormals included (they become float32 subnormals, m · 2^13 · 2^−149). Shifted left by 3,
+ * the 15 bits sit at 16–30; the sign goes back in at bit 31, and shr_s 16 moves them down.
+ */
+@inline function f16ExactBitsV(r: v128, t: usize): v128 {
+  const s = f32x4.mul(r, v128.load(t, 64));
+  return i32x4.shr_s(v128.bitselect(s, i32x4.shl(s, 3), v128.load(t, 80)), 16);
+}
+/** roundF16V's and f16ExactBitsV's constants, one v128 each: 0x7f800000, 0x38800000 (2^−14),
+ *  0x06c00000 (C's offset from 2^e), 2^112, 2^−112, 0x80000000 (0 in the scalar build). */
+const F16R: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x38800000, 0x38800000, 0x38800000, 0x38800000,
+  0x06c00000, 0x06c00000, 0x06c00000, 0x06c00000, 0x77800000, 0x77800000, 0x77800000, 0x77800000,
+  0x07800000, 0x07800000, 0x07800000, 0x07800000, 0x80000000, 0x80000000, 0x80000000, 0x80000000,
+], 16) : 0;
 /** 8 halves at p → two float32 vectors (low four, high four). */
 @inline function halfToF32Lo(v: v128, bf16: bool): v128 {
   return bf16 ? i32x4.shl(i32x4.extend_low_i16x8_u(v), 16) : f16BitsToF32V(i32x4.extend_low_i16x8_s(v));
@@ -832,7 +872,7 @@ function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
  * bits and back. (A branch-free float16 rounding, (f + C) − C with C = 1.5 · 2^(binade + 13),
  * exact too, made the one-lane scan, whose loop is this function's latency, 1.25× slower:
  * C's exponent came from the sum's bits on every step. The one-lane float16 sum keeps C
- * across steps instead, see halfAddRunF16.)
+ * across steps instead, see halfAddRun.)
  */
 @inline function roundHalf(f: f32, bf16: bool): f32 {
   if (bf16) {
@@ -872,14 +912,32 @@ type OpRt = u64;
 /** One step of I ≥ 8 lanes: carry ← round(op(carry, x)), y ← the new carry (exclusive: the old one). */
 @inline function halfRow<O>(op: i32, xb: usize, yb: usize, carry: usize, l: usize, excl: bool, b16: bool): void {
   let i: usize = 0;
-  if (ASC_FEATURE_SIMD) for (; i + 8 <= l; i += 8) {
-    const v = v128.load(xb + (i << 1));
-    const cp = carry + (i << 2);
-    const ca = v128.load(cp), cb = v128.load(cp, 16);
-    const h = f32ToHalf8(halfVop<O>(op, ca, halfToF32Lo(v, b16)), halfVop<O>(op, cb, halfToF32Hi(v, b16)), b16);
-    v128.store(cp, halfToF32Lo(h, b16));
-    v128.store(cp, halfToF32Hi(h, b16), 16);
-    v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, b16) : h);
+  if (ASC_FEATURE_SIMD) {
+    if (b16) for (; i + 8 <= l; i += 8) {
+      const v = v128.load(xb + (i << 1));
+      const cp = carry + (i << 2);
+      const ca = v128.load(cp), cb = v128.load(cp, 16);
+      const h = f32ToHalf8(halfVop<O>(op, ca, halfToF32Lo(v, true)), halfVop<O>(op, cb, halfToF32Hi(v, true)), true);
+      v128.store(cp, halfToF32Lo(h, true));
+      v128.store(cp, halfToF32Hi(h, true), 16);
+      v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, true) : h);
+    } else {
+      // float16: rounded in float32 (roundF16V), the carry stored as is, y encoded from it
+      const t = F16R;
+      for (; i + 8 <= l; i += 8) {
+        const v = v128.load(xb + (i << 1));
+        const cp = carry + (i << 2);
+        const ca = v128.load(cp), cb = v128.load(cp, 16);
+        const w = F16W; // f16BitsToF32V's constants, loaded (not rebuilt in the loop)
+        const xa = f16BitsToF32VC(i32x4.extend_low_i16x8_s(v), v128.load(w), v128.load(w, 16), v128.load(w, 32), v128.load(w, 48));
+        const xb_ = f16BitsToF32VC(i32x4.extend_high_i16x8_s(v), v128.load(w), v128.load(w, 16), v128.load(w, 32), v128.load(w, 48));
+        const ra = roundF16V(halfVop<O>(op, ca, xa), t);
+        const rb = roundF16V(halfVop<O>(op, cb, xb_), t);
+        v128.store(cp, ra);
+        v128.store(cp, rb, 16);
+        v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, false) : i16x8.narrow_i32x4_s(f16ExactBitsV(ra, t), f16ExactBitsV(rb, t)));
+      }
+    }
   }
   for (; i < l; i++) {
     const h = <u32>load<u16>(xb + (i << 1));
@@ -915,15 +973,20 @@ type OpRt = u64;
 }
 
 /**
- * float16 add along one lane: while the sums stay in one binade [lo, hi) of normal float16
- * numbers, they are rounded as (v + C) − C with C = 1.5 · 2^(e+13) (float32's ulp at v + C is
- * float16's quantum 2^(e−10) there, and C is an even number of them, so the hardware's
- * ties-to-even is float16's; exact, checked against rounding by value on 8.3 M patterns): three
- * float operations on the carry's chain instead of the round trip through the bits, which only
- * runs when a sum leaves the band (and then sets the band to its binade). hi is 65520 in the
- * top binade: from there on a sum rounds to Inf. The band starts empty. (1-D sums ~2× faster.)
+ * float16 (b16 false) or bfloat16 (b16 true) add along one lane: while the sums stay in one
+ * binade [lo, hi) of normal numbers of the storage type, they are rounded as (v + C) − C with
+ * C = 1.5 · 2^(e+13) for float16 and 1.5 · 2^(e+16) for bfloat16 (float32's ulp at v + C is
+ * the storage type's quantum 2^(e−10) / 2^(e−7) there, and C is an even number of them, so the
+ * hardware's ties-to-even is the storage type's; exact, checked against rounding by value on
+ * 8.3 M float16 patterns and bit for bit against roundHalf across binade edges): three float
+ * operations on the carry's chain instead of the round trip through the bits, which only runs
+ * when a sum leaves the band (and then sets the band to its binade). float16's hi is 65520 in
+ * its top binade: from there on a sum rounds to Inf. bfloat16's subnormals and its binades
+ * from 2^112 up (C would overflow) keep the band empty. The band starts empty. (1-D float16
+ * sums ~2× faster than roundHalf at every step. Holding the carry as c + C, one add on the
+ * chain, measured no faster in this loop: its band test took the time it saved.)
  */
-@inline function halfAddRunF16(buf: usize, carry: usize, m: usize, rev: bool, excl: bool): void {
+@inline function halfAddRun(buf: usize, carry: usize, m: usize, rev: bool, excl: bool, b16: bool): void {
   let c = load<f32>(carry);
   let lo: f32 = 1, hi: f32 = 0, k: f32 = 0;
   for (let s: usize = 0; s < m; s++) {
@@ -932,13 +995,12 @@ type OpRt = u64;
     const a = abs(nc);
     if (a >= lo && a < hi) nc = (nc + k) - k;
     else {
-      nc = roundHalf(nc, false);
-      const an = abs(nc);
-      if (an >= <f32>6.103515625e-5 && an <= 65504) { // a normal float16 number
-        const e = reinterpret<u32>(an) & 0x7f800000;
+      nc = roundHalf(nc, b16);
+      const e = reinterpret<u32>(abs(nc)) & 0x7f800000;
+      if (e >= (b16 ? <u32>0x00800000 : <u32>0x38800000) && e <= (b16 ? <u32>0x77000000 : <u32>0x47000000)) {
         lo = reinterpret<f32>(e);
-        hi = e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
-        k = reinterpret<f32>(e + 0x06c00000);
+        hi = !b16 && e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
+        k = reinterpret<f32>(e + (b16 ? 0x08400000 : 0x06c00000));
       } else {
         lo = 1;
         hi = 0;
@@ -995,7 +1057,7 @@ export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: us
         const off = (o * n + r0) * l * 2, cnt = m * l;
         halvesToF32(x + off, buf, cnt, b16);
         if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
-        else if (l == 1 && !b16) halfAddRunF16(buf, carry, m, rev, excl);
+        else if (l == 1) halfAddRun(buf, carry, m, rev, excl, b16);
         else halfChunk<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
         f32ToHalves(buf, y + off, cnt, b16);
       }

@@ -999,6 +999,79 @@ describe('scan: float16 / bfloat16 fused (every step rounded to the storage type
     s.dispose();
   });
 
+  // The kernel's fast paths (a one-lane add band holding the carry as c + K, and the float16
+  // lanes' rounding in float32) must equal rounding at every step exactly, so the data here is
+  // made to hit their edges: sums stuck at a power of two, crossing binades both ways and zero,
+  // exact ties, −0 results (−0 + −0, negative values rounding to zero), subnormals, overflow.
+  const EDGE_KINDS = ['stuck', 'ints', 'ties', 'wide', 'tiny', 'specials'] as const;
+  function edgeValues(kind: (typeof EDGE_KINDS)[number], dtype: Half, n: number, seed: number): number[] {
+    const r = rng(seed);
+    const enc = dtype === 'float16' ? toF16Bits : toBf16Bits;
+    const p = dtype === 'float16' ? 11 : 8; // significand bits
+    const emin = dtype === 'float16' ? -14 : -126, emax = dtype === 'float16' ? 15 : 127;
+    const pick = <T,>(a: readonly T[]): T => a[Math.floor(r() * a.length)];
+    return Array.from({ length: n }, () => {
+      switch (kind) {
+        case 'stuck': return enc(0.5 + 0.5 * r()); // float16 sums stop at 2,048, bfloat16's at 256
+        case 'ints': return enc(pick([1, -1, 2, -2, 0, -0, 0.5, -0.5, 3, -3]));
+        case 'ties': { // halves and quarters of the quanta around 2^(p-1) ... 2^p
+          const q = 2 ** Math.floor(r() * 3 - 1);
+          return enc(pick([1, -1]) * q * pick([0.5, 1, 1.5, 2.5, 0.25, 0.75]) * (r() < 0.1 ? 2 ** (p - 1) : 1));
+        }
+        case 'wide': return enc(pick([1, -1]) * (1 + r()) * 2 ** Math.floor(emin + r() * 0.6 * (emax - emin))); // sums wander over binades without overflowing
+        case 'tiny': return enc(pick([1, -1]) * pick([0, 1, 2, 3, 0.5, 0.25]) * 2 ** (emin - p + 1 + Math.floor(r() * 3)));
+        default: return r() < 0.2 ? enc(pick([0, -0, Infinity, -Infinity, NaN, 2 ** emax, -(2 ** emax)])) : enc((r() - 0.5) * 4);
+      }
+    });
+  }
+
+  it('add and mul at the edges of the fast paths (one lane, lanes of 3, 8 and 13), against rounding at every step', () => {
+    let seed = 7000;
+    for (const dtype of HALVES) {
+      for (const kind of EDGE_KINDS) {
+        for (const [shape, dim] of [[[6000], 0], [[2, 3000], 1], [[1500, 3], 0], [[700, 8], 0], [[500, 13], 0]] as [number[], number][]) {
+          for (const op of ['add', 'mul'] as const) {
+            if (op === 'mul' && shape.length === 1) continue; // one-lane products take the scalar path
+            for (const reverse of [false, true]) {
+              const label = `${op} ${dtype} ${kind} ${JSON.stringify(shape)} dim ${dim} rev ${reverse}`;
+              const xs = edgeValues(kind, dtype, sizeOf(shape), seed++);
+              const cshape = shape.filter((_, i) => i !== dim);
+              const init = kind === 'stuck' ? new Array(sizeOf(cshape)).fill(0) : edgeValues(kind, dtype, sizeOf(cshape), seed++);
+              const x = ek.tensor(dtype, shape, xs), c = ek.tensor(dtype, cshape, init);
+              const [last, ys] = ek.scan(ek.combine[op], c, x, { dim, reverse }) as [Tensor, Tensor];
+              const want = refScanHalf(op, dtype, xs, shape, dim, reverse, init);
+              expectHalves(dtype, op, ys.data as Uint16Array, want.ys, `${label} ys`);
+              expectHalves(dtype, op, last.data as Uint16Array, want.last, `${label} last`);
+              for (const t of [x, c, last, ys]) t.dispose();
+            }
+          }
+        }
+      }
+    }
+  });
+
+  it('the sign of a zero result survives the fast paths: -0 + -0 is -0, a negative product rounding to zero is -0', () => {
+    for (const dtype of HALVES) {
+      const enc = dtype === 'float16' ? toF16Bits : toBf16Bits;
+      const tiny = dtype === 'float16' ? 2 ** -24 : 2 ** -133;
+      for (const lanes of [1, 8]) {
+        // add: −0 throughout, then a subnormal step and back to −0 by its negation
+        const xs = [-0, -0, -tiny, tiny, -0, -0].flatMap((v) => new Array(lanes).fill(enc(v)));
+        const x = ek.tensor(dtype, [6, lanes], xs), c = ek.tensor(dtype, [lanes], new Array(lanes).fill(0x8000));
+        const [, ys] = ek.scan(ek.combine.add, c, x) as [Tensor, Tensor];
+        expect(Array.from(ys.data as Uint16Array).filter((_, i) => i % lanes === 0), `${dtype} add lanes ${lanes}`)
+          .toEqual([0x8000, 0x8000, enc(-tiny), 0, 0, 0]);
+        for (const t of [x, c, ys]) t.dispose();
+      }
+      // mul over 8 lanes (the vector path): tiny · −tiny rounds to −0
+      const x = ek.tensor(dtype, [2, 8], new Array(16).fill(enc(-tiny))), c = ek.tensor(dtype, [8], new Array(8).fill(enc(tiny)));
+      const [last, ys] = ek.scan(ek.combine.mul, c, x) as [Tensor, Tensor];
+      expect(Array.from(ys.data as Uint16Array).slice(0, 8), `${dtype} mul`).toEqual(new Array(8).fill(0x8000));
+      expect(Array.from(last.data as Uint16Array), `${dtype} mul last`).toEqual(new Array(8).fill(0));
+      for (const t of [x, c, last, ys]) t.dispose();
+    }
+  });
+
   it('fused equals the callable combiner run step by step, bit for bit (logaddexp and NaN bits included)', () => {
     let seed = 5000;
     for (const op of OPS) {
