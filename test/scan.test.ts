@@ -1025,11 +1025,12 @@ describe('scan: float16 / bfloat16 fused (every step rounded to the storage type
     });
   }
 
-  it('add and mul at the edges of the fast paths (one lane, lanes of 3, 8 and 13), against rounding at every step', () => {
+  it('add and mul at the edges of the fast paths (one lane, lanes of 2, 3, 4, 5, 7, 8 and 13), against rounding at every step', () => {
     let seed = 7000;
+    const shapes = [[[6000], 0], [[2, 3000], 1], [[1000, 2], 0], [[1500, 3], 0], [[700, 4], 0], [[600, 5], 0], [[500, 7], 0], [[700, 8], 0], [[500, 13], 0]] as [number[], number][];
     for (const dtype of HALVES) {
       for (const kind of EDGE_KINDS) {
-        for (const [shape, dim] of [[[6000], 0], [[2, 3000], 1], [[1500, 3], 0], [[700, 8], 0], [[500, 13], 0]] as [number[], number][]) {
+        for (const [shape, dim] of shapes) {
           for (const op of ['add', 'mul'] as const) {
             if (op === 'mul' && shape.length === 1) continue; // one-lane products take the scalar path
             for (const reverse of [false, true]) {
