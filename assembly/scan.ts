@@ -889,6 +889,12 @@ function f32ToHalves(src: usize, dst: usize, n: usize, bf16: bool): void {
 // slower than a loop with the add written in ((2048,2048) axis 0, same process); a copy of
 // the loops for each of the five ops cost 15 KB of the module.
 type OpRt = u64;
+/** max and min (op 2, 3) pick one of their two half values, so the result needs no rounding;
+ *  a NaN they return is quiet already (wasm's max / min give a canonical or arithmetic NaN),
+ *  which the rounding would have made it. The paths below skip it for them: the same bits. */
+@inline function picks<O>(op: i32): bool {
+  return sizeof<O>() == 8 && (op == 2 || op == 3);
+}
 @inline function halfOp<O>(op: i32, a: f32, b: f32): f32 {
   if (sizeof<O>() == 8) {
     if (op == 1) return a * b;
@@ -932,8 +938,9 @@ type OpRt = u64;
         const w = F16W; // f16BitsToF32V's constants, loaded (not rebuilt in the loop)
         const xa = f16BitsToF32VC(i32x4.extend_low_i16x8_s(v), v128.load(w), v128.load(w, 16), v128.load(w, 32), v128.load(w, 48));
         const xb_ = f16BitsToF32VC(i32x4.extend_high_i16x8_s(v), v128.load(w), v128.load(w, 16), v128.load(w, 32), v128.load(w, 48));
-        const ra = roundF16V(halfVop<O>(op, ca, xa), t);
-        const rb = roundF16V(halfVop<O>(op, cb, xb_), t);
+        const va = halfVop<O>(op, ca, xa), vb = halfVop<O>(op, cb, xb_);
+        const ra = picks<O>(op) ? va : roundF16V(va, t);
+        const rb = picks<O>(op) ? vb : roundF16V(vb, t);
         v128.store(cp, ra);
         v128.store(cp, rb, 16);
         v128.store(yb + (i << 1), excl ? f32ToHalf8(ca, cb, false) : i16x8.narrow_i32x4_s(f16ExactBitsV(ra, t), f16ExactBitsV(rb, t)));
@@ -943,7 +950,8 @@ type OpRt = u64;
   for (; i < l; i++) {
     const h = <u32>load<u16>(xb + (i << 1));
     const c = load<f32>(carry + (i << 2));
-    const nc = roundHalf(halfOp<O>(op, c, b16 ? reinterpret<f32>(h << 16) : f16ToF32(h)), b16);
+    const v = halfOp<O>(op, c, b16 ? reinterpret<f32>(h << 16) : f16ToF32(h));
+    const nc = picks<O>(op) ? v : roundHalf(v, b16);
     store<u16>(yb + (i << 1), <u16>(b16 ? f32ToBf16(excl ? c : nc) : f32ToF16(excl ? c : nc)));
     store<f32>(carry + (i << 2), nc);
   }
@@ -956,7 +964,8 @@ type OpRt = u64;
     let c = load<f32>(carry);
     for (let s: usize = 0; s < m; s++) {
       const p = buf + ((rev ? m - 1 - s : s) << 2);
-      const nc = roundHalf(halfOp<O>(op, c, load<f32>(p)), b16);
+      const v = halfOp<O>(op, c, load<f32>(p));
+      const nc = picks<O>(op) ? v : roundHalf(v, b16);
       store<f32>(p, excl ? c : nc);
       c = nc;
     }
@@ -967,7 +976,8 @@ type OpRt = u64;
     const row = buf + (rev ? m - 1 - s : s) * l * 4;
     for (let i: usize = 0; i < l; i++) {
       const c = load<f32>(carry + (i << 2));
-      const nc = roundHalf(halfOp<O>(op, c, load<f32>(row + (i << 2))), b16);
+      const v = halfOp<O>(op, c, load<f32>(row + (i << 2)));
+      const nc = picks<O>(op) ? v : roundHalf(v, b16);
       store<f32>(row + (i << 2), excl ? c : nc);
       store<f32>(carry + (i << 2), nc);
     }
@@ -1006,8 +1016,10 @@ type OpRt = u64;
   let cb = l > 4 ? v128.load(carry + hi) : ca;
   for (let s: usize = 0; s < m; s++) {
     const row = buf + (rev ? m - 1 - s : s) * stride;
-    const na = roundHalfV(halfVop<O>(op, ca, v128.load(row)), b16, t);
-    const nb = l > 4 ? roundHalfV(halfVop<O>(op, cb, v128.load(row + hi)), b16, t) : na;
+    const va = halfVop<O>(op, ca, v128.load(row));
+    const na = picks<O>(op) ? va : roundHalfV(va, b16, t);
+    const vb = l > 4 ? halfVop<O>(op, cb, v128.load(row + hi)) : va;
+    const nb = l > 4 ? (picks<O>(op) ? vb : roundHalfV(vb, b16, t)) : na;
     storeRow(row, excl ? ca : na, excl ? cb : nb, l);
     ca = na;
     cb = nb;
