@@ -46,7 +46,7 @@ export default async function (h) {
   }
 
   // ---- CumSum's other kernels: float64 / int32 (scanF64 / scanI32), int64 (cumsumI64),
-  // float16 / bfloat16 (scanHalf), 4M values 1-D and (2048,2048) axis 0 --------------------
+  // float16 / bfloat16 (scanHalf), 4M values 1-D and (2048,2048) axis 0 (halves: and (1M,4)) -
   // The values come from the float32 data through ek's Cast; the peers get the same
   // elements (a type onnxruntime has no CumSum kernel for is reported and left out).
   const HOST = { float64: Float64Array, int32: Int32Array, int64: BigInt64Array, float16: Uint16Array, bfloat16: Uint16Array };
@@ -57,8 +57,10 @@ export default async function (h) {
     const [src] = ek.run('Cast', [f32], { to: dt });
     const host = new HOST[dt](src.data);
     f32.dispose();
-    for (const [shape, axis] of [[[n], 0], [[2048, 2048], 0]]) {
-      const suite = 'CumSum', name = `4M ${dt} ${shape.length === 1 ? '1-D' : '(2048,2048) axis 0'}`;
+    // float16 / bfloat16 also as (1M,4) along axis 0: rows of 4 lanes (scanHalf's path for 2-7 lanes)
+    const shapes = [[[n], 0], [[2048, 2048], 0], ...(dt === 'float16' || dt === 'bfloat16' ? [[[n / 4, 4], 0]] : [])];
+    for (const [shape, axis] of shapes) {
+      const suite = 'CumSum', name = `4M ${dt} ${shape.length === 1 ? '1-D' : `(${shape[0] === n / 4 ? '1M' : shape[0]},${shape[1]}) axis 0`}`;
       const x = ek.tensor(dt, shape), ax = ek.tensor('int32', [], [axis]), out = ek.tensor(dt, shape);
       new Uint8Array(x.data.buffer, x.byteOffset, x.byteLength).set(new Uint8Array(src.data.buffer, src.byteOffset, src.byteLength));
       h.emit({ suite, case: name, impl: 'edgekernels', stats: await h.time(() => ek.run('CumSum', [x, ax], {}, { outputs: [out] }), { minMs: 300, maxRuns: 40 }), bytes });
