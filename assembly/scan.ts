@@ -1008,7 +1008,8 @@ type OpRt = u64;
  * the same operations as halfChunk's, whose scalar ops are the vector instructions' (see sop), and
  * roundHalfV is roundHalf's value: the same bits. Each step still waits for the one before (the
  * rounding's ~16-cycle chain for float16), but for up to 4 lanes at once: 0.31–0.82× the
- * scalar loop's time over the ops and lane counts.
+ * scalar loop's time over the ops and lane counts. mul, max, min and logaddexp run here; add
+ * runs in halfAddChunkV, which keeps most of that chain off each step.
  */
 @inline function halfChunkV<O>(op: i32, buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
   const t = F16R;
@@ -1029,15 +1030,98 @@ type OpRt = u64;
 }
 
 /**
+ * halfChunkV's add (CumSum, cumulative sums) with halfAddRun's band kept per lane: a lane's sum
+ * v is rounded as (v + k) − k while lo ≤ |v| < hi, the band of the binade of normal numbers the
+ * lane's last rounding through roundHalfV landed in (halfAddRun's derivation: the same bits). A step with
+ * every lane in its band puts two float adds on the carry's chain after the add itself, instead
+ * of roundHalfV's ~16 cycles (float16) or its trip through the bits (bfloat16); a step with a
+ * lane outside takes roundHalfV for all and resets every lane's band from its result
+ * (halfBands). Lanes a vector holds past the row (l < 4: the next row's, never stored) are left
+ * out of the test. The bands start empty (hi = 0).
+ */
+@inline function halfAddChunkV(buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
+  const t = F16R, bt = HALF_BAND + (b16 ? 112 : 0);
+  const hOff = (l - 4) << 2, stride = l << 2;
+  const absMask = v128.load(HALF_BAND, 224);
+  // lanes l … 3 of a row of l < 4: always "in band"
+  const pad = l >= 4 ? i32x4.splat(0) : l == 3 ? i32x4(0, 0, 0, -1) : i32x4(0, 0, -1, -1);
+  let ca = v128.load(carry);
+  let cb = l > 4 ? v128.load(carry + hOff) : ca;
+  let loA = i32x4.splat(0), hiA = loA, kA = loA;
+  let loB = loA, hiB = loA, kB = loA;
+  for (let s: usize = 0; s < m; s++) {
+    const row = buf + (rev ? m - 1 - s : s) * stride;
+    const va = f32x4.add(ca, v128.load(row));
+    const vb = l > 4 ? f32x4.add(cb, v128.load(row + hOff)) : va;
+    const aa = v128.and(va, absMask);
+    let inBand = v128.or(v128.and(f32x4.ge(aa, loA), f32x4.lt(aa, hiA)), pad);
+    if (l > 4) {
+      const ab = v128.and(vb, absMask);
+      inBand = v128.and(inBand, v128.and(f32x4.ge(ab, loB), f32x4.lt(ab, hiB)));
+    }
+    let na: v128, nb: v128;
+    if (i32x4.all_true(inBand)) {
+      na = f32x4.sub(f32x4.add(va, kA), kA);
+      nb = l > 4 ? f32x4.sub(f32x4.add(vb, kB), kB) : na;
+    } else {
+      na = roundHalfV(va, b16, t);
+      nb = l > 4 ? roundHalfV(vb, b16, t) : na;
+      const ea = v128.and(na, v128.load(bt));
+      loA = i32x4.sub(ea, v128.load(bt, 96));
+      hiA = halfBandHi(ea, bt);
+      kA = i32x4.add(ea, v128.load(bt, 48));
+      if (l > 4) {
+        const eb = v128.and(nb, v128.load(bt));
+        loB = i32x4.sub(eb, v128.load(bt, 96));
+        hiB = halfBandHi(eb, bt);
+        kB = i32x4.add(eb, v128.load(bt, 48));
+      }
+    }
+    storeRow(row, excl ? ca : na, excl ? cb : nb, l);
+    ca = na;
+    cb = nb;
+  }
+  storeRow(carry, ca, cb, l);
+}
+/** The top of the band of a rounded sum's binade 2^e (e: its exponent bits): 2^(e+1), capped at 65520 for float16's top binade (sums from there round to Inf); 0 (an
+ *  empty band) where e is outside [emin, emax] (zeros, subnormals, Inf / NaN, bfloat16's
+ *  binades from 2^112, where k would overflow). */
+@inline function halfBandHi(e: v128, bt: usize): v128 {
+  const ok = v128.and(i32x4.ge_s(e, v128.load(bt, 16)), i32x4.le_s(e, v128.load(bt, 32)));
+  return v128.and(i32x4.min_u(i32x4.add(e, v128.load(bt, 80)), v128.load(bt, 64)), ok);
+}
+/** halfAddChunkV's constants, one v128 each, float16's seven then bfloat16's: the exponent mask
+ *  0x7f800000, emin (the smallest normal's exponent bits), emax (the top binade with a band),
+ *  k's offset from 2^e (k = 1.5 · 2^(e+13) or 1.5 · 2^(e+16)), the band top's cap (65520, or
+ *  Inf: none), one binade 0x00800000, lo's offset below 2^e (2^e − lo = 2^(e−12) or 2^(e−9):
+ *  0x1000 or 0x8000 off 2^e's bits); then the abs mask (0 in the scalar build). */
+const HALF_BAND: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x38800000, 0x38800000, 0x38800000, 0x38800000,
+  0x47000000, 0x47000000, 0x47000000, 0x47000000, 0x06c00000, 0x06c00000, 0x06c00000, 0x06c00000,
+  0x477fe000, 0x477fe000, 0x477fe000, 0x477fe000, 0x00800000, 0x00800000, 0x00800000, 0x00800000,
+  0x00001000, 0x00001000, 0x00001000, 0x00001000,
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x00800000, 0x00800000, 0x00800000, 0x00800000,
+  0x77000000, 0x77000000, 0x77000000, 0x77000000, 0x08400000, 0x08400000, 0x08400000, 0x08400000,
+  0x7f800000, 0x7f800000, 0x7f800000, 0x7f800000, 0x00800000, 0x00800000, 0x00800000, 0x00800000,
+  0x00008000, 0x00008000, 0x00008000, 0x00008000,
+  0x7fffffff, 0x7fffffff, 0x7fffffff, 0x7fffffff,
+], 16) : 0;
+
+/**
  * float16 (b16 false) or bfloat16 (b16 true) add along one lane: while the sums stay in one
- * binade [lo, hi) of normal numbers of the storage type, they are rounded as (v + C) − C with
+ * binade [2^e, hi) of normal numbers of the storage type, they are rounded as (v + C) − C with
  * C = 1.5 · 2^(e+13) for float16 and 1.5 · 2^(e+16) for bfloat16 (float32's ulp at v + C is
  * the storage type's quantum 2^(e−10) / 2^(e−7) there, and C is an even number of them, so the
  * hardware's ties-to-even is the storage type's; exact: the same bits as roundHalf at every
  * step for every pair of float16 or bfloat16 values [a, b] summed from 0): three float
  * operations on the carry's chain instead of the round trip through the bits, which only runs
  * when a sum leaves the band (and then sets the band to its binade). float16's hi is 65520 in
- * its top binade: from there on a sum rounds to Inf. bfloat16's subnormals and its binades
+ * its top binade: from there on a sum rounds to Inf. lo is a quarter quantum q below 2^e: a v
+ * in [2^e − q/4, 2^e) rounds to 2^e in the binade below (whose quantum is q/2, or q below the
+ * smallest normal; ties to 2^e, the even one) and to 2^e with C too (nearer to it than to
+ * 2^e − q), so a sum that sits at a power of two while small negative terms round back to it
+ * stays in the band (random-sign data stuck there left it at every other step: mispredicted
+ * branches). bfloat16's subnormals and its binades
  * from 2^112 up (C would overflow) keep the band empty. The band starts empty. (1-D float16
  * sums ~2× faster than roundHalf at every step. Holding the carry as c + C, one add on the
  * chain, measured no faster in this loop: its band test took the time it saved.)
@@ -1054,7 +1138,7 @@ type OpRt = u64;
       nc = roundHalf(nc, b16);
       const e = reinterpret<u32>(abs(nc)) & 0x7f800000;
       if (e >= (b16 ? <u32>0x00800000 : <u32>0x38800000) && e <= (b16 ? <u32>0x77000000 : <u32>0x47000000)) {
-        lo = reinterpret<f32>(e);
+        lo = reinterpret<f32>(e - (b16 ? 0x8000 : 0x1000)); // 2^e less a quarter quantum: see above
         hi = !b16 && e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
         k = reinterpret<f32>(e + (b16 ? 0x08400000 : 0x06c00000));
       } else {
@@ -1115,7 +1199,7 @@ export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: us
         halvesToF32(x + off, buf, cnt, b16);
         if (ASC_FEATURE_SIMD && l > 1) {
           if (op != 0) halfChunkV<OpRt>(op, buf, carry, m, l, rev, excl, b16);
-          else halfChunkV<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
+          else halfAddChunkV(buf, carry, m, l, rev, excl, b16);
         } else if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
         else if (l == 1) halfAddRun(buf, carry, m, rev, excl, b16);
         else halfChunk<OpAdd>(op, buf, carry, m, l, rev, excl, b16);

@@ -1051,6 +1051,41 @@ describe('scan: float16 / bfloat16 fused (every step rounded to the storage type
     }
   });
 
+  it('add over 2–7 lanes keeps a band per lane: binade crossings, ties, a tie past the largest finite to Inf, Inf that stays', () => {
+    // each lane its own walk, so that lanes leave their bands at different steps (one lane out
+    // rounds all) and the bands are reset from each lane's own binade
+    for (const dtype of HALVES) {
+      const f16 = dtype === 'float16', enc = f16 ? toF16Bits : toBf16Bits, p = f16 ? 11 : 8;
+      const top = f16 ? 2 ** 15 : 2 ** 127, tq = top * 2 ** (1 - p); // the top binade and its quantum
+      const climb = 2 ** (p - 1) - 1; // steps of tq from top to the largest finite value
+      const N = 1100;
+      const walks: [number, (t: number) => number][] = [
+        [top, (t) => (t < climb ? tq : t === climb ? tq / 2 : -3 * tq)], // up to the largest finite, a tie to Inf, then Inf − x
+        [2 ** p - 8, (t) => (t < 600 ? 1 : -1)], // up to 2^p by ones, stuck there by ties, then down across it
+        [-1, (t) => -3 * 2 ** -p], // negative, across binades downwards
+        [2 ** -3, (t) => (t % 3 === 0 ? -(2 ** -6) : 2 ** -7 + (t % 2) * 2 ** (-3 - p))], // around 2^-3, ties included
+        [3, (t) => ((t * 7919) % 13) - 6], // small integers through zero
+        [-(2 ** -12), (t) => (t % 5 === 0 ? 2 ** -11 : -(2 ** -13))], // through zero near the subnormals
+        [0.75, (t) => (t % 200 === 0 ? 1000 : -0.125)], // jumps up by binades, then down
+      ];
+      for (let lanes = 2; lanes <= 7; lanes++) {
+        for (const reverse of [false, true]) {
+          const xs: number[] = [];
+          for (let t = 0; t < N; t++) for (let i = 0; i < lanes; i++) xs.push(enc(walks[i][1](reverse ? N - 1 - t : t)));
+          const init = walks.slice(0, lanes).map(([v]) => enc(v));
+          const x = ek.tensor(dtype, [N, lanes], xs), c = ek.tensor(dtype, [lanes], init);
+          const [last, ys] = ek.scan(ek.combine.add, c, x, { reverse }) as [Tensor, Tensor];
+          const want = refScanHalf('add', dtype, xs, [N, lanes], 0, reverse, init);
+          const label = `${dtype} lanes ${lanes} rev ${reverse}`;
+          expectHalves(dtype, 'add', ys.data as Uint16Array, want.ys, `${label} ys`);
+          expectHalves(dtype, 'add', last.data as Uint16Array, want.last, `${label} last`);
+          if (f16) expect((last.data as Uint16Array)[0], `${label}: lane 0 ends at Inf`).toBe(0x7c00);
+          for (const t of [x, c, last, ys]) t.dispose();
+        }
+      }
+    }
+  });
+
   it('the sign of a zero result survives the fast paths: -0 + -0 is -0, a negative product rounding to zero is -0', () => {
     for (const dtype of HALVES) {
       const enc = dtype === 'float16' ? toF16Bits : toBf16Bits;
