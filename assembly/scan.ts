@@ -1124,32 +1124,95 @@ const HALF_BAND: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
  * branches). bfloat16's subnormals and its binades
  * from 2^112 up (C would overflow) keep the band empty. The band starts empty. (1-D float16
  * sums ~2× faster than roundHalf at every step. Holding the carry as c + C, one add on the
- * chain, measured no faster in this loop: its band test took the time it saved.)
+ * chain, measured no faster in this loop: its band test took the time it saved.) In SIMD
+ * builds the steps go four at a time while they stay in the band (halfAddBlocks), and one at
+ * a time here for the tail and after a block that does not: its four steps, or up to 64 when
+ * blocks keep failing within two.
  */
 @inline function halfAddRun(buf: usize, carry: usize, m: usize, rev: bool, excl: bool, b16: bool): void {
   let c = load<f32>(carry);
-  let lo: f32 = 1, hi: f32 = 0, k: f32 = 0;
-  for (let s: usize = 0; s < m; s++) {
-    const p = buf + ((rev ? m - 1 - s : s) << 2);
-    let nc = c + load<f32>(p);
-    const a = abs(nc);
-    if (a >= lo && a < hi) nc = (nc + k) - k;
-    else {
-      nc = roundHalf(nc, b16);
-      const e = reinterpret<u32>(abs(nc)) & 0x7f800000;
-      if (e >= (b16 ? <u32>0x00800000 : <u32>0x38800000) && e <= (b16 ? <u32>0x77000000 : <u32>0x47000000)) {
-        lo = reinterpret<f32>(e - (b16 ? 0x8000 : 0x1000)); // 2^e less a quarter quantum: see above
-        hi = !b16 && e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
-        k = reinterpret<f32>(e + (b16 ? 0x08400000 : 0x06c00000));
-      } else {
-        lo = 1;
-        hi = 0;
-      }
+  let lo: f32 = 1, hi: f32 = 0, k: f32 = 0, qh: f32 = 0;
+  let s: usize = 0, run: usize = 4;
+  while (s < m) {
+    if (ASC_FEATURE_SIMD && qh > 0) {
+      const s0 = s;
+      const C = halfAddBlocks(buf, m, s, c, lo, hi, k, qh, rev, excl);
+      s = <usize>i32x4.extract_lane(C, 1);
+      c = f32x4.extract_lane(C, 0);
+      // fewer than two blocks before one failed: step longer before the next try (data full
+      // of ties, or of sums that keep leaving their band, would otherwise pay a failed block,
+      // a mispredicted branch, every few steps)
+      run = s >= s0 + 8 ? 4 : min<usize>(run << 1, 64);
     }
-    store<f32>(p, excl ? c : nc);
-    c = nc;
+    // step by step: the tail, or (SIMD) the steps from a block that left the band
+    const stop = ASC_FEATURE_SIMD ? min<usize>(m, s + run) : m;
+    for (; s < stop; s++) {
+      const p = buf + ((rev ? m - 1 - s : s) << 2);
+      let nc = c + load<f32>(p);
+      const a = abs(nc);
+      if (a >= lo && a < hi) nc = (nc + k) - k;
+      else {
+        nc = roundHalf(nc, b16);
+        const e = reinterpret<u32>(abs(nc)) & 0x7f800000;
+        if (e >= (b16 ? <u32>0x00800000 : <u32>0x38800000) && e <= (b16 ? <u32>0x77000000 : <u32>0x47000000)) {
+          lo = reinterpret<f32>(e - (b16 ? 0x8000 : 0x1000)); // 2^e less a quarter quantum: see above
+          hi = !b16 && e == 0x47000000 ? <f32>65520 : reinterpret<f32>(e + 0x00800000);
+          k = reinterpret<f32>(e + (b16 ? 0x08400000 : 0x06c00000));
+          // half the quantum, for halfAddBlocks (bfloat16's lowest binades: none, as it would
+          // be a float32 subnormal)
+          qh = b16 ? (e >= 0x04800000 ? reinterpret<f32>(e - 0x04000000) : 0) : reinterpret<f32>(e - 0x05800000);
+        } else {
+          lo = 1;
+          hi = 0;
+          qh = 0;
+        }
+      }
+      store<f32>(p, excl ? c : nc);
+      c = nc;
+    }
   }
   store<f32>(carry, c);
+}
+
+/**
+ * halfAddRun's steps four at a time, from step s while they stay in the band [lo, hi) (quantum
+ * q = 2·qh, rounding constant k) of the carry c. Returns (the carry, as f32 bits; the first step
+ * not done, as an i32) in lanes 0 and 1.
+ *
+ * Why the steps of a block can be summed side by side: c is a multiple of q (it lies in the band,
+ * or at its top 2^(e+1) after rounding up). While every sum u_t = S_(t−1) + x_t of the block lies
+ * in the band, S_t = round_q(u_t) = S_(t−1) + round_q(x_t) when x_t is not a tie, i.e. x_t / q is
+ * not an integer plus 1/2 (rounding to the nearest multiple of q commutes with adding one). So
+ * r_t = (x_t + k) − k (round_q(x_t) for the |x_t| < 2^(e+12) a band sum allows), the block's
+ * sums are c plus the prefix sums of r (an in-register scan of 2 shifts and adds), and every
+ * value in it is a multiple of q below 2^(e+4): exact in float32, in any order. Then the check,
+ * for all four lanes, that x_t − r_t is not ±qh (no tie) and u_t = S_t − r_t + x_t is in the
+ * band (u_t as float32 may round, but only lo itself could round into the band from outside, and
+ * lo's rounding is the band's, see halfAddRun). A block that fails is left to halfAddRun's
+ * steps; its stores are not made.
+ */
+@inline function halfAddBlocks(buf: usize, m: usize, s0: usize, c: f32, lo: f32, hi: f32, k: f32, qh: f32, rev: bool, excl: bool): v128 {
+  const LO = f32x4.splat(lo), HI = f32x4.splat(hi), K = f32x4.splat(k), QH = f32x4.splat(qh);
+  const absMask = i32x4.splat(0x7fffffff), zero = i32x4.splat(0);
+  let C = f32x4.splat(c);
+  let s = s0;
+  for (; s + 4 <= m; s += 4) {
+    const p = buf + ((rev ? m - 4 - s : s) << 2);
+    let x = v128.load(p);
+    if (rev) x = i32x4.shuffle(x, x, 3, 2, 1, 0);
+    const r = f32x4.sub(f32x4.add(x, K), K);
+    const s1 = f32x4.add(r, i32x4.shuffle(zero, r, 0, 4, 5, 6));
+    const S = f32x4.add(C, f32x4.add(s1, i32x4.shuffle(zero, s1, 0, 1, 4, 5)));
+    const prev = f32x4.sub(S, r);
+    const u = v128.and(f32x4.add(prev, x), absMask);
+    const tie = f32x4.eq(v128.and(f32x4.sub(x, r), absMask), QH);
+    if (!i32x4.all_true(v128.andnot(v128.and(f32x4.ge(u, LO), f32x4.lt(u, HI)), tie))) break;
+    let o = excl ? prev : S;
+    if (rev) o = i32x4.shuffle(o, o, 3, 2, 1, 0);
+    v128.store(p, o);
+    C = i32x4.shuffle(S, S, 3, 3, 3, 3);
+  }
+  return i32x4.replace_lane(C, 1, <i32>s);
 }
 
 /**

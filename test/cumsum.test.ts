@@ -123,6 +123,34 @@ describe('CumSum against the reference', () => {
     expect(Number.isNaN(f16ToF32(y.data[2]))).toBe(true);
   });
 
+  it('float16 and bfloat16 1-D sums four steps at a time: 0/1 masks (position ids), ties, sums stuck at 2^p, every tail length, exclusive and reverse', () => {
+    // the one-lane add sums blocks of 4 side by side while they stay in a band and have no tie,
+    // and steps one at a time otherwise: data that moves between those, and runs of every
+    // length mod 4 over several 1024-value chunks
+    let seed = 400;
+    for (const [dtype, decode, encode] of [['float16', f16ToF32, toF16Bits], ['bfloat16', bf16ToF32, toBf16Bits]] as const) {
+      const p = dtype === 'float16' ? 11 : 8;
+      const kinds: Record<string, (r: () => number, t: number) => number> = {
+        mask: (r) => (r() < 0.7 ? 1 : 0), // position ids: stuck at 2^p once they get there
+        ties: (r) => (Math.floor(r() * 9) - 4) * 0.5 + (r() < 0.5 ? 0.25 : 0), // halves and quarters: ties at several quanta
+        drift: (r) => r() * 0.75 - 0.25, // upwards through binades, with small negative steps
+        walk: (r) => (r() - 0.5) * 3, // random signs: binade crossings both ways
+        stuck: (r, t) => (t < 2 ** p ? 1 : r() < 0.5 ? 1 : -1), // up to 2^p, then ±1 around it
+      };
+      for (const [kind, gen] of Object.entries(kinds)) {
+        for (const n of [1, 2, 3, 4, 5, 6, 7, 8, 9, 1023, 1025, 2 ** p + 700, 2 ** p + 701, 2 ** p + 702, 2 ** p + 703]) {
+          for (const [exclusive, reverse] of [[0, 0], [1, 0], [0, 1], [1, 1]]) {
+            const r = rng(seed++);
+            const data = Array.from({ length: n }, (_, t) => encode(gen(r, t)));
+            const [y] = ek.run('CumSum', [{ dtype, shape: [n], data }, { dtype: 'int32', shape: [], data: [0] }], { exclusive, reverse }) as [{ data: Uint16Array; dispose(): void }];
+            expect(Array.from(y.data), `${dtype} ${kind} n ${n} exclusive ${exclusive} reverse ${reverse}`).toEqual(refCumsumHalf(data, decode, encode, [n], 0, !!reverse, !!exclusive));
+            y.dispose();
+          }
+        }
+      }
+    }
+  });
+
   it('float16 and bfloat16 special values (NaN, Inf, subnormals, overflow): the builds agree bit for bit, and with the reference where not NaN', async () => {
     const eks = await init({ build: 'scalar' });
     const specials: Record<string, number[]> = {
