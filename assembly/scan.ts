@@ -1032,12 +1032,12 @@ type OpRt = u64;
 /**
  * halfChunkV's add (CumSum, cumulative sums) with halfAddRun's band kept per lane: a lane's sum
  * v is rounded as (v + k) − k while lo ≤ |v| < hi, the band of the binade of normal numbers the
- * lane's last rounding through roundHalfV landed in (halfAddRun's derivation: the same bits). A step with
- * every lane in its band puts two float adds on the carry's chain after the add itself, instead
- * of roundHalfV's ~16 cycles (float16) or its trip through the bits (bfloat16); a step with a
- * lane outside takes roundHalfV for all and resets every lane's band from its result
- * (halfBands). Lanes a vector holds past the row (l < 4: the next row's, never stored) are left
- * out of the test. The bands start empty (hi = 0).
+ * lane's last rounding through roundHalfV landed in (halfAddRun's derivation: the same bits).
+ * A step with every lane in its band puts two float adds on the carry's chain after the add
+ * itself, instead of roundHalfV's ~16 cycles (float16) or its trip through the bits
+ * (bfloat16); a step with a lane outside takes roundHalfV for all and resets every lane's band
+ * from its result (lo, halfBandHi, k). Lanes a vector holds past the row (l < 4: the next
+ * row's, never stored) are left out of the test. The bands start empty (hi = 0).
  */
 @inline function halfAddChunkV(buf: usize, carry: usize, m: usize, l: usize, rev: bool, excl: bool, b16: bool): void {
   const t = F16R, bt = HALF_BAND + (b16 ? 112 : 0);
@@ -1083,9 +1083,10 @@ type OpRt = u64;
   }
   storeRow(carry, ca, cb, l);
 }
-/** The top of the band of a rounded sum's binade 2^e (e: its exponent bits): 2^(e+1), capped at 65520 for float16's top binade (sums from there round to Inf); 0 (an
- *  empty band) where e is outside [emin, emax] (zeros, subnormals, Inf / NaN, bfloat16's
- *  binades from 2^112, where k would overflow). */
+/** The top of the band of a rounded sum's binade 2^e (e: its exponent bits): 2^(e+1), capped
+ *  at 65520 for float16's top binade (sums from there round to Inf); 0 (an empty band) where e
+ *  is outside [emin, emax] (zeros, subnormals, Inf / NaN, bfloat16's binades from 2^112, where
+ *  k would overflow). */
 @inline function halfBandHi(e: v128, bt: usize): v128 {
   const ok = v128.and(i32x4.ge_s(e, v128.load(bt, 16)), i32x4.le_s(e, v128.load(bt, 32)));
   return v128.and(i32x4.min_u(i32x4.add(e, v128.load(bt, 80)), v128.load(bt, 64)), ok);
@@ -1121,8 +1122,8 @@ const HALF_BAND: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
  * smallest normal; ties to 2^e, the even one) and to 2^e with C too (nearer to it than to
  * 2^e − q), so a sum that sits at a power of two while small negative terms round back to it
  * stays in the band (random-sign data stuck there left it at every other step: mispredicted
- * branches). bfloat16's subnormals and its binades
- * from 2^112 up (C would overflow) keep the band empty. The band starts empty. (1-D float16
+ * branches). bfloat16's subnormals and its binades from 2^112 up (C would overflow) keep the
+ * band empty. The band starts empty. (1-D float16
  * sums ~2× faster than roundHalf at every step. Holding the carry as c + C, one add on the
  * chain, measured no faster in this loop: its band test took the time it saved.) In SIMD
  * builds the steps go four at a time while they stay in the band (halfAddBlocks), and one at
