@@ -348,6 +348,29 @@ describe('Cast: every pair of numeric dtypes', () => {
   });
 });
 
+describe('Cast of packed types: the padding fields of a partial last byte', () => {
+  // a caller may leave anything in the unused high fields of a packed tensor's last byte;
+  // every Cast output has them zero, the same-type copy included
+  const PACKED = [['uint4', 4], ['int4', 4], ['float4e2m1', 4], ['uint2', 2], ['int2', 2]] as const;
+  for (const [from, bits] of PACKED) {
+    it(`${from} → every packed dtype, lengths 1..9, input padding all ones`, () => {
+      for (let n = 1; n <= 9; n++) {
+        const codes = Array.from({ length: n }, (_, i) => (i * 5 + 3) & ((1 << bits) - 1));
+        const data = pack(codes, bits);
+        const used = (n * bits) & 7;
+        if (used) data[data.length - 1] |= (0xff << used) & 0xff;
+        for (const [to, tb] of PACKED) {
+          const out = cast({ dtype: from, shape: [n], data }, { to }).data as Uint8Array;
+          expect(out.length, `${from}[${n}] → ${to}`).toBe(Math.ceil((n * tb) / 8));
+          const rest = (n * tb) & 7;
+          if (rest) expect(out[out.length - 1] >> rest, `${from}[${n}] → ${to}: padding`).toBe(0);
+          if (to === from) expect(unpack(out, n, bits), `${from}[${n}] → itself: codes`).toEqual(codes);
+        }
+      }
+    });
+  }
+});
+
 describe('Cast with strings (host side)', () => {
   it('string → floats accepts plain, scientific, [+|-]INF and NaN in any case', () => {
     const s = ['3.14', '1000', '1e-5', '1E8', '+INF', 'inf', '-INF', 'NaN', 'nan', '-0', ' 2.5 '];

@@ -89,7 +89,12 @@ function castNumeric(ctx: OpContext, x: Tensor, y: Tensor, saturate: boolean, mo
   }
   // Identity, except that saturating float8e5m2 → float8e5m2 maps ±Inf to ±max (Cast's table).
   if (src.name === dst.name && !(saturate && src.name === 'float8e5m2')) {
-    new Uint8Array(ctx.memory.buffer).copyWithin(y.byteOffset, x.byteOffset, x.byteOffset + x.byteLength);
+    const mem = new Uint8Array(ctx.memory.buffer);
+    mem.copyWithin(y.byteOffset, x.byteOffset, x.byteOffset + x.byteLength);
+    // packed 2- and 4-bit types: the fields past the last element of a partial last byte are
+    // zero in every output (the input's may hold anything the caller wrote)
+    const used = (n * src.bits) & 7;
+    if (used !== 0) mem[y.byteOffset + y.byteLength - 1] &= (1 << used) - 1;
     return;
   }
   const base = ctx.scratch(8 * CHUNK + 4 * CHUNK + CHUNK + 64);
