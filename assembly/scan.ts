@@ -47,6 +47,18 @@ const LN2: f64 = 0.6931471805599453;
 
 // ---- scalar operations -----------------------------------------------------------
 
+/**
+ * r = a + b or a · b of a scan's running value a and an element b, with a's NaN when both are
+ * NaN. x64's scalar add and mul return their first operand's NaN then, and V8's optimizing
+ * tier may swap a scalar add's or mul's operands (to fold a load) where its baseline tier does
+ * not, so a call's NaN bits changed when its code tiered up (a bfloat16 CumSum gave 0xffc0,
+ * then 0x7fc0 for the same call). The vector add and mul keep their operands' order, the
+ * running value first; this pins the scalar ones to it. a + a quietens a as the add would.
+ */
+@inline function nanFirst<T>(a: T, r: T): T {
+  return a != a ? a + a : r;
+}
+
 /** logaddexp(a, b) = max + log1p(exp(−|a − b|)); a == b (including ±Inf) gives a + ln 2. */
 function laeF64(a: f64, b: f64): f64 {
   if (a == b) return a + LN2;
@@ -60,13 +72,14 @@ function laeF64(a: f64, b: f64): f64 {
 // non-innermost dim splits each row of I lanes, the callable combiner run step by step its
 // whole slice, and they must agree bit for bit. (Engines give f32.max and f32x4.max different
 // NaN bits — V8 on x64: the scalar one sets the sign; the logaddexp tails used libm and
-// differed by a few ulps.) add / mul: the scalar and vector instructions agree.
+// differed by a few ulps.) add / mul: see nanFirst.
 @inline function sop<T, O>(a: T, b: T): T {
   if (sizeof<O>() == 1) {
     if (isSigned<O>()) {
       if (ASC_FEATURE_SIMD && isFloat<T>()) return v128.extract_lane<T>(v128.max<T>(v128.splat<T>(a), v128.splat<T>(b)), 0);
       return max<T>(a, b);
     } else {
+      if (isFloat<T>()) return nanFirst<T>(a, a + b);
       return a + b;
     }
   } else if (sizeof<O>() == 2) {
@@ -74,6 +87,7 @@ function laeF64(a: f64, b: f64): f64 {
       if (ASC_FEATURE_SIMD && isFloat<T>()) return v128.extract_lane<T>(v128.min<T>(v128.splat<T>(a), v128.splat<T>(b)), 0);
       return min<T>(a, b);
     } else {
+      if (isFloat<T>()) return nanFirst<T>(a, a * b);
       return a * b;
     }
   } else {
@@ -897,11 +911,11 @@ type OpRt = u64;
 }
 @inline function halfOp<O>(op: i32, a: f32, b: f32): f32 {
   if (sizeof<O>() == 8) {
-    if (op == 1) return a * b;
+    if (op == 1) return nanFirst<f32>(a, a * b);
     if (op == 2) return sop<f32, OpMax>(a, b);
     if (op == 3) return sop<f32, OpMin>(a, b);
     if (op == 4) return sop<f32, OpLae>(a, b);
-    return a + b;
+    return nanFirst<f32>(a, a + b);
   }
   return sop<f32, O>(a, b);
 }
@@ -1149,7 +1163,7 @@ const HALF_BAND: usize = ASC_FEATURE_SIMD ? memory.data<u32>([
     const stop = ASC_FEATURE_SIMD ? min<usize>(m, s + run) : m;
     for (; s < stop; s++) {
       const p = buf + ((rev ? m - 1 - s : s) << 2);
-      let nc = c + load<f32>(p);
+      let nc = nanFirst<f32>(c, c + load<f32>(p));
       const a = abs(nc);
       if (a >= lo && a < hi) nc = (nc + k) - k;
       else {
