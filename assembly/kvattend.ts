@@ -20,7 +20,10 @@
 // Error. Q and W carry a relative error of at most 1/(2·QM), 1/(2·WQ) of their row's /
 // block's largest entry (WQ ≥ 2184 always, QM ≥ 2184 up to D = 256: ≤ 2.3e−4; beyond, fp8's
 // QM = 2^31 / (Dp/4 · KMAX_F8) shrinks with D, 546 at D = 1024: ≤ 9.2e−4), below the cache's
-// own rounding (int8: 1/254 of the row's largest |x|; e4m3: 2^−4 relative per element). fp8 codes are
+// own rounding (int8: 1/254 of the row's largest |x|; e4m3: 2^−4 relative per element). Summed
+// over a block, W's rounding moves an output by at most KB/2 steps of ws_g, i.e. 16/WQ of
+// max|v| (each of a block's weights but the largest just under half a step: 4.9e−4 for int8's
+// WQ = 32767, 3.7e−3 for fp8's 4369; test/kvcache.test.ts builds that block). fp8 codes are
 // put on the grid 1/32 of the scaled row (whose largest element is 448): every element of
 // magnitude ≥ 1/4 (exponent ≥ 5) is exact, smaller ones round to the nearest 1/32, an error
 // of at most 2^−6 against the row's 448 (3.5e−5 relative). The int32 sums cannot overflow:

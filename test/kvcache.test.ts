@@ -509,6 +509,53 @@ describe('int8 / float8e4m3fn decode kernel (the SIMD build works on a 16-bit in
   });
 });
 
+describe('int8 / float8e4m3fn decode kernel: the weight grid\'s worst case', () => {
+  // The softmax weights of a 32-key block go on a grid of step (block's largest weight) / WQ,
+  // so each key loses at most half a step: at most 16 / WQ of the normalizer in all, i.e.
+  // 16 / WQ · max|v| in the output (WQ = 32767 int8, 4369 fp8; README "KVCache"). Reached when
+  // every other weight of a block sits just under half a step: one key per block of k = 1,
+  // v = −1 and 31 of k = c, v = +1, c chosen so that those weights round to zero.
+  for (const build of ['simd', 'scalar'] as const) {
+    for (const [dtype, c, WQ] of [['int8', 0.28, 32767], ['float8e4m3fn', 0.1975, 4369]] as const) {
+      it(`${build} ${dtype}: within 16 / WQ of attention over the exactly dequantized rows`, async () => {
+        const k8 = await init({ build });
+        const D = 128, T = 256;
+        const cache = k8.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: D, capacity: T, dtype });
+        try {
+          const k = k8.tensor('float32', [1, 1, T, D]), v = k8.tensor('float32', [1, 1, T, D]), q = k8.tensor('float32', [1, 1, 1, D]);
+          for (let t = 0; t < T; t++) {
+            const top = t % 32 === 0;
+            (k.data as Float32Array).fill(top ? 1 : c, t * D, (t + 1) * D);
+            (v.data as Float32Array).fill(top ? -1 : 1, t * D, (t + 1) * D);
+          }
+          (q.data as Float32Array).fill(1);
+          cache.append(0, k, v); cache.advance();
+          const y = (cache.attend(0, q).data as Float32Array).slice();
+          const kc = cache.keys(0).data as Int8Array | Uint8Array, vc = cache.values(0).data as Int8Array | Uint8Array;
+          const ks = cache.keyScales(0).data as Float32Array, vs = cache.valueScales(0).data as Float32Array;
+          const deq = (code: number) => (dtype === 'int8' ? code : (code & 0x80 ? -1 : 1) * E4M3[code & 0x7f]);
+          const sc: number[] = [];
+          for (let t = 0; t < T; t++) { let d = 0; for (let i = 0; i < D; i++) d += deq(kc[t * D + i]) * ks[t]; sc.push(d / Math.sqrt(D)); }
+          const m = Math.max(...sc);
+          let den = 0, vmax = 0;
+          const num = new Float64Array(D);
+          for (let t = 0; t < T; t++) {
+            const w = Math.exp(sc[t] - m);
+            den += w;
+            for (let i = 0; i < D; i++) { const x = deq(vc[t * D + i]) * vs[t]; num[i] += w * x; vmax = Math.max(vmax, Math.abs(x)); }
+          }
+          const bound = build === 'simd' ? (16 / WQ) * vmax * 1.01 : 2e-5;
+          for (let i = 0; i < D; i++) expect(Math.abs(y[i] - num[i] / den), `y[${i}]`).toBeLessThanOrEqual(bound);
+          k.dispose(); v.dispose(); q.dispose();
+        } finally {
+          cache.dispose();
+          k8.dispose();
+        }
+      });
+    }
+  }
+});
+
 for (const build of ['simd', 'scalar'] as const) for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const) for (const impl of ['builtin', 'TRT_Attention'] as const) describe(`attend (${build}, ${dtype} cache, ${impl})`, () => {
   let ek: Kernels;
   beforeAll(async () => {
