@@ -228,6 +228,7 @@ let sMaskRow: usize = 0; // R_MAX ptr: mask row (0 = none)
 let sOutRow: usize = 0; // R_MAX ptr: output row
 let sQkRow: usize = 0; // R_MAX ptr: qk output row
 let sGLim: usize = 0; // R_MAX / 4 i32: per row group, keys of the current block its rows may see; then (at + R_MAX) the first of them (see gFirst)
+let gJ0: i32 = 0; // key index of the block P·V is given (sStart / sEnd are key indices)
 let sKb: usize = 0; // KB rows of K, gathered contiguous
 let sVb: usize = 0; // KB rows of V, gathered contiguous
 let sCv: usize = 0; // KB float16 rows with an Inf / NaN, widened to float32 (see scores())
@@ -560,10 +561,12 @@ function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
   if (cap > 0) {
     const n = nbPad << 2;
     if (ASC_FEATURE_SIMD) {
-      const vc = f32x4.splat(cap), vi = f32x4.splat(<f32>1.0 / cap);
+      // s / cap, a division as in the scalar build and the spec's body (Div → Tanh → Mul):
+      // a multiply by 1 / cap would overflow to ∞ for a cap below ~2.9e−39 (0 · ∞ = NaN)
+      const vc = f32x4.splat(cap);
       for (let jj = 0; jj < n; jj += 4) {
         const a = blk + (<usize>jj << 2);
-        v128.store(a, f32x4.mul(tanhV(f32x4.mul(v128.load(a), vi)), vc));
+        v128.store(a, f32x4.mul(tanhV(f32x4.div(v128.load(a), vc)), vc));
       }
     } else {
       for (let jj = 0; jj < n; jj++) {
@@ -769,6 +772,43 @@ function unhideRow(g: i32, p: usize, n: i32): void {
 
 // ---- P·V: acc[r] += Σ_jj P[r][jj] · v_(j0+jj) ------------------------------------------
 
+/**
+ * P·V of the keys [a, b) of the sub-block at key jb of the block (weights at pRow, key 0 of
+ * the block) that some rows of group rg do not see, by their end (a length, a causal kind)
+ * or their window start: row by row, each row adding only the keys it sees, in key order. So
+ * such a key is never read for a row it is hidden from (its weight there is 0, and 0 · NaN or
+ * 0 · Inf from its V row would spoil the row), and a row's output does not depend on which
+ * rows share its group. (A key hidden by the mask is read: its −∞ score is data.)
+ */
+function pvEdge(rg: i32, vRow: usize, vStride: usize, pRow: usize, jb: i32, a: i32, b: i32, t: i32, c: f32): void {
+  // a few keys per group, so one function for every V type (t as ldAny; c = 2^−112 for
+  // float16 rows read as value · 2^−112, see ld4), one element at a time but for float32
+  // rows: the same products and sums as the vector loops' multiply and add
+  const Dv = gDv, es = esize(t), aRow = <usize>gDvp << 2;
+  for (let r = rg; r < rg + 4; r++) {
+    const k0 = gJ0 + jb;
+    const lo = max(a, load<i32>(sStart + (<usize>r << 2)) - k0), hi = min(b, load<i32>(sEnd + (<usize>r << 2)) - k0);
+    const acc = sAcc + <usize>r * aRow;
+    for (let j = lo; j < hi; j++) {
+      const w = load<f32>(pRow + (<usize>(jb + j) << 4) + (<usize>(r & 3) << 2));
+      const vp = vRow + <usize>(jb + j) * vStride;
+      let d = 0;
+      // float32 rows (every prefill tile's: 16-bit rows are widened for them) 4 columns at a time
+      if (t == 0) {
+        const wv = f32x4.splat(w);
+        for (; d + 4 <= Dv; d += 4) {
+          const o = acc + (<usize>d << 2);
+          v128.store(o, madd(wv, v128.load(vp + (<usize>d << 2)), v128.load(o)));
+        }
+      }
+      for (; d < Dv; d++) {
+        const o = acc + (<usize>d << 2);
+        store<f32>(o, load<f32>(o) + w * (ldAny(vp + <usize>d * es, t) * c));
+      }
+    }
+  }
+}
+
 function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   const Dv = gDv, Dvp = gDvp, gS = <usize>gSB << 4;
   const es = elemBytes<VT>();
@@ -782,6 +822,9 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
   const aRow = <usize>Dvp << 2;
   if (ASC_FEATURE_SIMD) {
     const D8 = Dv & ~7;
+    // pvEdge's element type and scale (ldAny's codes; the u64 marker: float16 at 2^−112)
+    const et = sizeof<VT>() == 4 ? 0 : sizeof<VT>() == 8 || !isSigned<VT>() ? 1 : 2;
+    const ec: f32 = sizeof<VT>() == 8 ? F16_UNSCALE : 1;
     // keys in sub-blocks of gSub rows: the V rows of a sub-block stay in L1 across the
     // column chunks and row groups
     const SUB = gSub;
@@ -793,9 +836,23 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       const f0 = max(0, gFirst(rg) - jb);
       const gn = min(jn, load<i32>(sGLim + <usize>rg) - jb);
       if (gn <= f0) continue;
-      const vBase = vRow + <usize>(jb + f0) * vStride;
+      // the core [cs, ce): keys every row of the group that sees any key sees (by ends and
+      // window starts); the keys before and after it, seen by some rows only, go through
+      // pvEdge (a causal tile's diagonal, a window's start: a few keys per group)
+      let cs = f0, ce = gn;
+      for (let r = rg; r < rg + 4; r++) {
+        const st = load<i32>(sStart + (<usize>r << 2)), en = load<i32>(sEnd + (<usize>r << 2));
+        if (en > st) {
+          cs = max(cs, st - gJ0 - jb);
+          ce = min(ce, en - gJ0 - jb);
+        }
+      }
+      cs = min(cs, gn);
+      ce = max(ce, cs);
       const pRow = sS + <usize>(rg >> 2) * gS + sOff; // the group's weights, key 0 of the block
-      const pBase = pRow + (<usize>(jb + f0) << 4), pEnd = pRow + (<usize>(jb + gn) << 4);
+      if (cs > f0) pvEdge(rg, vRow, vStride, pRow, jb, f0, cs, et, ec);
+      const vBase = vRow + <usize>(jb + cs) * vStride;
+      const pBase = pRow + (<usize>(jb + cs) << 4), pEnd = pRow + (<usize>(jb + ce) << 4);
       const c0 = sAcc + <usize>rg * aRow, c1 = c0 + aRow, c2 = c1 + aRow, c3 = c2 + aRow;
       let d = 0;
       if (sizeof<VT>() == 8 && !SPREAD) {
@@ -867,16 +924,18 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
         }
         v128.store(c0 + o, x0); v128.store(c1 + o, x1); v128.store(c2 + o, x2); v128.store(c3 + o, x3);
       }
+      if (gn > ce) pvEdge(rg, vRow, vStride, pRow, jb, ce, gn, et, ec);
     }
     }
   } else {
     for (let r = 0; r < nR4; r++) {
       const pr = sAddr(r) + sOff;
       const cr = sAcc + <usize>r * aRow;
-      const n = min(nb, load<i32>(sGLim + <usize>(r & ~3)));
-      for (let jj = gFirst(r & ~3); jj < n; jj++) {
-        // no skip of w = 0 (only of keys before every window of the group, as in the SIMD
-        // build): a hidden key's 0 · Inf / NaN value is NaN in both builds
+      // the row's own keys (its end, its window start), as the SIMD build's pvEdge: a key
+      // hidden from it by those is never read. No skip of w = 0 otherwise: a mask-hidden
+      // key's 0 · Inf / NaN value is NaN in both builds
+      const n = min(min(nb, load<i32>(sGLim + <usize>(r & ~3))), load<i32>(sEnd + (<usize>r << 2)) - gJ0);
+      for (let jj = max(gFirst(r & ~3), load<i32>(sStart + (<usize>r << 2)) - gJ0); jj < n; jj++) {
         const w = load<f32>(pr + (<usize>jj << 4));
         const vr = vRow + <usize>jj * vStride;
         for (let d = 0; d < Dv; d++) {
@@ -1166,6 +1225,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
         else softmaxStep(g, blk, n);
         if (gVPre) scaleRow(blk, n << 2, F16_SCALE);
       }
+      gJ0 = j0;
       pvMaybeGathered(vB, vStride, nb, nR4, 0, inPV);
       j0 += nb;
     }
@@ -1209,6 +1269,7 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       const nb = min(KB, tileEnd - j0);
       fillGLim(nR4, nb);
       const tN = pvTouch ? touchTarget(vRow, vStride, vRow, vStride, j0, tileEnd, true) : 0;
+      gJ0 = j0;
       pvMaybeGathered(vRow + <usize>j0 * vStride, vStride, nb, nR4, <usize>j0 << 4, tN >= nb);
     }
   }

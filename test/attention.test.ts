@@ -9,6 +9,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { bf16ToF32, conformanceCases, expectConformant, f16ToF32, init, rng, type Kernels, type Tensor } from './helpers';
 import { type Plain, type RefOut, decode, refOnnx, refTrt } from './ref/attention';
+import { toF16Bits } from './ref/scan';
 
 let ek: Kernels;
 let eks: Kernels;
@@ -546,6 +547,125 @@ describe('keys hidden by a mask cannot reach a row through a NaN or Inf they hol
         }
       } finally {
         made.forEach((x) => x.dispose());
+      }
+    });
+  }
+});
+
+describe('keys hidden by a length, a causal kind or a window are never read for the rows they are hidden from', () => {
+  // (found by a probe: P·V ran over the keys any row of a 4-row group sees, so a NaN in the
+  // V row of a key on the causal diagonal reached the group's earlier rows, and in the
+  // two-phase path every row of the tile: which rows depended on Sq and the head count)
+  // Differential: every output row that cannot see key j has the same bits whether V_j holds
+  // NaN, Inf or 7; a row that sees it is NaN / Inf-spoiled (IEEE) or not, as it may.
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`TRT_Attention (causal kinds, kv lengths, packed), ONNX Attention (is_causal, window), TRT_QuantizedAttention; ${build} build`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const made: Tensor[] = [];
+      const t = (dt: string, sh: number[], d: ArrayLike<number>) => { const x = e.tensor(dt as 'float32', sh, Array.from(d)); made.push(x); return x; };
+      const r = rng(11);
+      try {
+        for (const dtype of ['float32', 'float16'] as const) {
+          const enc = (x: number) => (dtype === 'float32' ? x : (x !== x ? 0x7e00 : x === Infinity ? 0x7c00 : toF16Bits(x)));
+          for (const [Sq, Hq, Hkv, D] of [[3, 1, 1, 4], [5, 4, 1, 6], [40, 1, 1, 8], [9, 2, 2, 3], [70, 2, 1, 16]]) {
+            const N = Sq;
+            const q = Array.from({ length: Hq * Sq * D }, () => r() * 2 - 1), k = Array.from({ length: Hkv * N * D }, () => r() * 2 - 1);
+            const v0 = Array.from({ length: Hkv * N * D }, () => r() * 2 - 1);
+            for (const j of [N - 1, N >> 1, 1]) {
+              // V row j of every KV head set to `bad`
+              const vWith = (bad: number) => v0.map((x, i) => (Math.floor(i / D) % N === j ? bad : x));
+              type Case = { name: string; sees: (row: number) => boolean; run: (V: Tensor) => Float32Array | Uint16Array };
+              const Q = t(dtype, [1, Hq, Sq, D], q.map(enc)), K = t(dtype, [1, Hkv, N, D], k.map(enc));
+              // (a copy: a later call may grow the memory, which detaches every view)
+              const out = (op: string, ins: (Tensor | null)[], at: Record<string, unknown>) => { const [y] = e.run(op, ins, at) as Tensor[]; made.push(y); return (y.data as Float32Array | Uint16Array).slice(); };
+              const lens = t('int32', [1], [N - 2]); // padded KV: keys >= N - 2 hidden from every row
+              const cases: Case[] = [
+                { name: 'TRT upper_left', sees: (i) => j <= i, run: (V) => out('TRT_Attention', [Q, K, V], { causal_kind: 'upper_left' }) },
+                { name: 'TRT lower_right, kv_lengths', sees: (i) => j < N - 2 && j <= i + (N - 2) - Sq, run: (V) => out('TRT_Attention', [Q, K, V, null, null, lens], { causal_kind: 'lower_right' }) },
+                { name: 'ONNX is_causal', sees: (i) => j <= i, run: (V) => out('Attention', [Q, K, V], { is_causal: 1 }) },
+                { name: 'ONNX window 3', sees: (i) => j <= i && j >= i - 3, run: (V) => out('Attention', [Q, K, V], { is_causal: 1, left_window_size: 3 }) },
+              ];
+              if (dtype === 'float32') {
+                cases.push({ name: 'TRT_QuantizedAttention int8 causal', sees: (i) => j <= i, run: (V) => out('TRT_QuantizedAttention', [Q, K, V], { is_causal: 1, normalization_quantize_to_type: 'int8' }) });
+              }
+              for (const c of cases) {
+                const ref = c.run(t(dtype, [1, Hkv, N, D], vWith(7).map(enc)));
+                for (const bad of [NaN, Infinity]) {
+                  const got = c.run(t(dtype, [1, Hkv, N, D], vWith(bad).map(enc)));
+                  for (let h = 0; h < Hq; h++) for (let i = 0; i < Sq; i++) {
+                    if (c.sees(i)) continue;
+                    const o = (h * Sq + i) * D;
+                    for (let d = 0; d < D; d++) {
+                      if (!Object.is(got[o + d], ref[o + d])) expect.fail(`${c.name} ${dtype} Sq ${Sq} Hq ${Hq} D ${D}: V row ${j} = ${bad} reached head ${h} row ${i} (got ${got[o + d]}, want ${ref[o + d]})`);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      } finally {
+        made.forEach((x) => x.dispose());
+      }
+    });
+  }
+});
+
+describe('ONNX attn_mask with a shorter last dim is the mask padded with -Inf', () => {
+  // "padded to total_sequence_length with negative infinity": the same bits as the padded
+  // mask written out, an Inf or NaN in a padded key's V row included (it used to hide the
+  // missing keys as a length does, never reading them)
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`bool and float masks, V rows past the mask finite or NaN (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const made: Tensor[] = [];
+      const t = (dt: string, sh: number[], d: ArrayLike<number>) => { const x = e.tensor(dt as 'float32', sh, Array.from(d)); made.push(x); return x; };
+      const r = rng(5);
+      try {
+        for (const [Sq, T, m] of [[1, 10, 3], [4, 70, 5], [2, 130, 64]]) {
+          const D = 4;
+          const Q = t('float32', [1, 2, Sq, D], Array.from({ length: 2 * Sq * D }, () => r() - 0.5));
+          const K = t('float32', [1, 2, T, D], Array.from({ length: 2 * T * D }, () => r() - 0.5));
+          for (const bad of [0.5, NaN]) {
+            const V = t('float32', [1, 2, T, D], Array.from({ length: 2 * T * D }, (_, i) => (Math.floor(i / D) % T >= m ? bad : r())));
+            const bits = Array.from({ length: Sq * m }, () => (r() < 0.8 ? 1 : 0));
+            const boolShort = t('bool', [1, 1, Sq, m], bits);
+            const boolFull = t('bool', [1, 1, Sq, T], Array.from({ length: Sq * T }, (_, i) => (i % T < m ? bits[Math.floor(i / T) * m + (i % T)] : 0)));
+            const addShort = t('float32', [Sq, m], bits.map((b) => (b ? 0.25 : -Infinity)));
+            const addFull = t('float32', [Sq, T], Array.from({ length: Sq * T }, (_, i) => (i % T < m ? (bits[Math.floor(i / T) * m + (i % T)] ? 0.25 : -Infinity) : -Infinity)));
+            for (const [a, b, what] of [[boolShort, boolFull, 'bool'], [addShort, addFull, 'float']] as const) {
+              // (copied at once: a later call may grow the memory, which detaches every view)
+              const [ys] = e.run('Attention', [Q, K, V, a], {}) as Tensor[];
+              made.push(ys);
+              const gs = Array.from(ys.data as Float32Array);
+              const [yf] = e.run('Attention', [Q, K, V, b], {}) as Tensor[];
+              made.push(yf);
+              const gf = Array.from(yf.data as Float32Array);
+              for (let i = 0; i < gf.length; i++) if (!Object.is(gs[i], gf[i])) expect.fail(`Sq ${Sq} T ${T} mask ${m} ${what} V past it ${bad}: [${i}] short ${gs[i]}, padded ${gf[i]}`);
+            }
+          }
+        }
+      } finally {
+        made.forEach((x) => x.dispose());
+      }
+    });
+  }
+});
+
+describe('softcap below 2^-126 (its reciprocal is not finite)', () => {
+  // the SIMD build multiplied by 1 / softcap: ∞ for a cap below ~2.9e-39, and 0 · ∞ = NaN
+  for (const build of ['simd', 'scalar'] as const) {
+    it(`a zero query row with softcap 1e-39 weighs the keys equally (${build} build)`, () => {
+      const e = build === 'simd' ? ek : eks;
+      const Q = e.tensor('float32', [1, 2, 3, 4], new Array(24).fill(0));
+      const K = e.tensor('float32', [1, 1, 3, 4], Array.from({ length: 12 }, (_, i) => i - 5));
+      const V = e.tensor('float32', [1, 1, 3, 4], [1, 2, 3, 4, 2, 3, 4, 5, 3, 4, 5, 6]);
+      const outs = e.run('Attention', [Q, K, V], { softcap: 1e-39, qk_matmul_output_mode: 1 }, { outputs: [true, null, null, true] }) as (Tensor | null)[];
+      try {
+        expect(Array.from(outs[0]!.data as Float32Array)).toEqual(Array.from({ length: 24 }, (_, i) => [2, 3, 4, 5][i % 4]));
+        expect(Array.from(outs[3]!.data as Float32Array).every((x) => x === 0)).toBe(true);
+      } finally {
+        for (const x of [Q, K, V, ...outs]) x?.dispose();
       }
     });
   }

@@ -240,12 +240,15 @@ interface MaskInfo {
   len: number; // key columns available
   convert: boolean; // needs a float32 copy in scratch
   expandLast: number; // > 0: a last dim of 1 expanded to this many columns
+  padLast: number; // > 0: a shorter last dim (ONNX) padded with −∞ to this many columns
   bytes: number; // scratch bytes for the copy
 }
 
 /**
  * Checks a mask against the target [B, H, Nq, Nkv]. ONNX rules: the last dim may be shorter
- * than Nkv (the missing keys are hidden). TRT rules: every dim equals the target or 1.
+ * than Nkv, "padded to total_sequence_length with negative infinity": the copy is padded, so
+ * the missing keys are mask-hidden keys like any other −∞ (an Inf or NaN in their V rows
+ * propagates as the same mask written out gives). TRT rules: every dim equals the target or 1.
  */
 function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): MaskInfo {
   if (t.dtype !== 'bool' && !(FLOATS as readonly string[]).includes(t.dtype) && !ADDITIVE_MASKS.includes(t.dtype)) {
@@ -260,33 +263,34 @@ function checkMask(t: Tensor, target: number[], onnx: boolean, what: string): Ma
     }
   }
   let len = dims[3];
-  let expandLast = 0;
+  let expandLast = 0, padLast = 0;
   if (onnx) {
     // (a last dim of 1 over zero keys broadcasts, as NumPy's rules allow: it hides nothing)
     if (dims[3] > target[3] && !(dims[3] === 1 && target[3] === 0)) fail('INVALID_SHAPE', `${what}: last dim ${dims[3]} exceeds the total key length ${target[3]}`);
-    len = Math.min(len, target[3]);
+    if (dims[3] < target[3]) padLast = target[3];
+    len = target[3];
   } else if (dims[3] !== target[3]) {
     if (dims[3] !== 1) fail('INVALID_SHAPE', `${what}: shape ${shapeOf(t)} does not broadcast to [${target.join(',')}]: key dim must be 1 or ${target[3]}, got ${dims[3]}`);
     expandLast = target[3];
     len = target[3];
   }
-  const rowLen = expandLast > 0 ? expandLast : dims[3];
+  const rowLen = expandLast || padLast || dims[3];
   const strides = [dims[1] * dims[2] * rowLen, dims[2] * rowLen, rowLen, 1].map((s, k) => (k < 3 && dims[k] === 1 ? 0 : s));
-  const convert = t.dtype !== 'float32' || expandLast > 0;
+  const convert = t.dtype !== 'float32' || expandLast > 0 || padLast > 0;
   const bytes = convert ? Math.ceil((dims[0] * dims[1] * dims[2] * rowLen * 4) / 16) * 16 + 16 : 0;
-  return { t, dims, strides, len, convert, expandLast, bytes };
+  return { t, dims, strides, len, convert, expandLast, padLast, bytes };
 }
 
 /** Writes the float32 copy of a mask at ptr (bool: 0 / −∞). */
 function convertMask(ctx: OpContext, m: MaskInfo, ptr: number): void {
   const n = m.dims[0] * m.dims[1] * m.dims[2];
   const cols = m.dims[3];
-  const rowLen = m.expandLast > 0 ? m.expandLast : cols;
+  const rowLen = m.expandLast || m.padLast || cols;
   const dst = new Float32Array(ctx.memory.buffer, ptr, n * rowLen);
   const src = m.t.data as Float32Array | Uint16Array | Uint8Array;
   const dec = decoder(m.t.dtype);
   for (let r = 0; r < n; r++) {
-    for (let c = 0; c < rowLen; c++) dst[r * rowLen + c] = dec(src[r * cols + (m.expandLast > 0 ? 0 : c)]);
+    for (let c = 0; c < rowLen; c++) dst[r * rowLen + c] = c >= cols && m.padLast > 0 ? -Infinity : dec(src[r * cols + (m.expandLast > 0 ? 0 : c)]);
   }
 }
 
