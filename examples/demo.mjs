@@ -33,13 +33,24 @@ const readBytes = (path, what) => {
 // `demo | head` closes stdout early: stop quietly, as run.c does on SIGPIPE
 process.stdout.on('error', (e) => (e.code === 'EPIPE' ? process.exit(0) : die(e.message)));
 
-/** run.c reads -s with atoi into an unsigned long long: int32 wrap, then 64-bit unsigned; 0 means time(NULL). */
-function runcSeed(v) {
-  if (!/^\s*[+-]?\d+\s*$/.test(v)) die(`--seed expects an integer, got ${v}`, 2);
+/** glibc's atoi of a decimal integer: strtol (saturating at ±2^63), then the low 32 bits as an int. */
+function atoi(flag, v) {
+  if (!/^\s*[+-]?\d+\s*$/.test(v)) die(`${flag} expects an integer, got ${v}`, 2);
   let n = BigInt(v.trim());
   const LONG = 2n ** 63n;
-  n = n >= LONG ? LONG - 1n : n < -LONG ? -LONG : n; // strtol saturates
-  return BigInt.asUintN(64, BigInt.asIntN(32, n));
+  n = n >= LONG ? LONG - 1n : n < -LONG ? -LONG : n;
+  return BigInt.asIntN(32, n);
+}
+
+/** run.c reads -s with atoi into an unsigned long long: int32 wrap, then 64-bit unsigned; 0 means time(NULL). */
+function runcSeed(v) {
+  return BigInt.asUintN(64, atoi('--seed', v));
+}
+
+/** atof of a decimal number (strtod's decimal form; hex, binary, octal or words are usage errors), into a float as run.c stores it. */
+function atof(flag, v) {
+  if (!/^\s*[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?\s*$/.test(v)) die(`${flag} expects a decimal number, got ${v}`, 2);
+  return Math.fround(Number(v.trim()));
 }
 
 function parseArgs(argv) {
@@ -56,15 +67,13 @@ function parseArgs(argv) {
     if (v === undefined) { console.error(`demo: ${a} needs a value`); process.exit(2); }
     opts[m[1]] = v;
   }
-  for (const k of ['steps', 'temperature', 'topp']) {
-    opts[k] = Number(opts[k]);
-    if (!Number.isFinite(opts[k])) { console.error(`demo: --${k} expects a number`); process.exit(2); }
-  }
-  if (!Number.isInteger(opts.steps)) die(`--steps expects an integer, got ${opts.steps}`, 2);
-  // run.c's corrections of out-of-range values, so the same flags give the same text; run.c
-  // reads both into a float first (1.00000001 is 1, −1e−50 is −0), then checks
-  opts.temperature = Math.fround(opts.temperature);
-  opts.topp = Math.fround(opts.topp);
+  // run.c reads the values with atoi / atof (steps as an int: 4294967297 is 1), the floats
+  // into a float (1.00000001 is 1, −1e−50 is −0, 1e39 is ∞), then corrects the out-of-range
+  // ones; the same flags give the same text. Forms atoi / atof would read differently from
+  // JavaScript (1e1, 0x8, 0b1) are usage errors instead.
+  opts.steps = Number(typeof opts.steps === 'string' ? atoi('--steps', opts.steps) : opts.steps);
+  if (typeof opts.temperature === 'string') opts.temperature = atof('--temperature', opts.temperature);
+  if (typeof opts.topp === 'string') opts.topp = atof('--topp', opts.topp);
   if (opts.temperature < 0) opts.temperature = 0;
   if (opts.topp < 0 || opts.topp > 1) opts.topp = 0.9;
   if (opts.steps < 0) opts.steps = 0; // then 0 → seq_len, as run.c

@@ -10,7 +10,7 @@ import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import * as pkg from '../dist/index.js';
-import { init, type Kernels, type Tensor } from './helpers.js';
+import { expectKernelError, init, type Kernels, type Tensor } from './helpers.js';
 import * as ref from './ref/llm.js';
 
 let ek: Kernels;
@@ -641,6 +641,24 @@ describe('Llama forward and generation', () => {
       m.dispose();
     }
   });
+
+  it('a tokenizer or sampler of another vocabulary size is a KernelError before anything runs; decode checks its ids', () => {
+    // (a tokenizer parsed for fewer tokens than the model crashed with a TypeError in decode
+    // at the first larger id the model sampled)
+    const { model, tokenizer, config } = pkg.tinyModel(1);
+    const m = new pkg.Llama(ek, model);
+    const V = config.vocabSize;
+    const tok = pkg.Tokenizer.parse(tokenizer, V), small = pkg.Tokenizer.parse(tokenizer, V - 3);
+    try {
+      expectKernelError(() => pkg.generate(m, small, new pkg.Sampler(V, { seed: 1 }), { steps: 8 }), 'INVALID_ARGUMENT', /tokenizer: it has 256 tokens, the model 259/);
+      expectKernelError(() => pkg.generate(m, tok, new pkg.Sampler(V + 1, { seed: 1 }), { steps: 8 }), 'INVALID_ARGUMENT', /sampler: it samples 260 tokens/);
+      expectKernelError(() => small.decode(1, V - 1), 'INVALID_ARGUMENT', /decode token: expected a token id in \[0, 256\), got 258/);
+      expectKernelError(() => tok.decode(-1, 5), 'INVALID_ARGUMENT', /decode prev/);
+      expect(pkg.generate(m, tok, new pkg.Sampler(V, { seed: 1 }), { steps: 8 }).steps).toBe(8);
+    } finally {
+      m.dispose();
+    }
+  });
 });
 
 describe('npm run demo (examples/demo.mjs)', () => {
@@ -679,6 +697,11 @@ describe('npm run demo (examples/demo.mjs)', () => {
       [['--tokenizer', dir], 1, /^demo: --tokenizer .*: is a directory$/],
       [['--seed', 'abc'], 2, /^demo: --seed expects an integer/],
       [['--steps', '1.5'], 2, /^demo: --steps expects an integer/],
+      // forms that atoi / atof would read otherwise than JavaScript's Number
+      [['--steps', '1e1'], 2, /^demo: --steps expects an integer/],
+      [['--steps', '0x8'], 2, /^demo: --steps expects an integer/],
+      [['--temperature', '0b1'], 2, /^demo: --temperature expects a decimal number/],
+      [['--topp', 'Infinity'], 2, /^demo: --topp expects a decimal number/],
       [['--cache', 'foo'], 1, /^demo: INVALID_DTYPE: kvCache dtype/],
       [['--constructor', '1'], 2, /^demo: unknown argument --constructor/],
     ] as const) {
@@ -699,6 +722,13 @@ describe('npm run demo (examples/demo.mjs)', () => {
     // run.c's seed: atoi into an unsigned long long (−5 is 2^64 − 5, 3000000000 wraps through int)
     expect(run(['--steps', '1', '--seed', '-5']).stderr).toMatch(/seed 18446744073709551611,/);
     expect(run(['--steps', '1', '--seed', '3000000000']).stderr).toMatch(/seed 18446744072414584320,/);
+    // steps through atoi (4294967297 wraps to 1); a temperature past float's range is ∞, which
+    // run.c keeps: every token equally likely, as with 1e38 (logits / 1e38 round to 0 in the
+    // softmax's exp), not an error
+    expect(run(['--steps', '4294967297', '--seed', '2']).stdout).toBe(run(['--steps', '1', '--seed', '2']).stdout);
+    const hot = run(['--steps', '24', '--seed', '5', '--temperature', '1e39']);
+    expect(hot.status, hot.stderr).toBe(0);
+    expect(hot.stdout).toBe(run(['--steps', '24', '--seed', '5', '--temperature', '1e38']).stdout);
     // a prompt flag may hold a newline
     expect(run(['--steps', '8', '--prompt=a\nb']).status).toBe(0);
     rmSync(dir, { recursive: true, force: true });

@@ -37,6 +37,9 @@ export function generate(model: Llama, tokenizer: Tokenizer, sampler: Sampler, o
   let steps = opts.steps ?? 256;
   if (!Number.isInteger(steps) || steps < 0) throw new KernelError('INVALID_ARGUMENT', `generate steps: expected an integer >= 0, got ${show(opts.steps)}`);
   if (steps === 0 || steps > seqLen) steps = seqLen;
+  const V = model.config.vocabSize;
+  if (tokenizer.vocabSize !== V) throw new KernelError('INVALID_ARGUMENT', `generate tokenizer: it has ${tokenizer.vocabSize} tokens, the model ${V} (parse tokenizer.bin with the model's config.vocabSize)`);
+  if (sampler.vocabSize !== V) throw new KernelError('INVALID_ARGUMENT', `generate sampler: it samples ${sampler.vocabSize} tokens, the model has ${V}`);
   const now = opts.now ?? (() => (typeof performance !== 'undefined' ? performance.now() : Date.now()));
   const prompt = tokenizer.encode(opts.prompt ?? '', true, false);
   const k = model.kernels;

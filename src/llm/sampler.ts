@@ -43,7 +43,8 @@ export class Sampler {
 
   constructor(vocabSize: number, opts: SamplerOptions = {}) {
     const t = opts.temperature ?? 1.0, p = opts.topp ?? 0.9;
-    if (typeof t !== 'number' || !(t >= 0) || !Number.isFinite(t)) throw new KernelError('INVALID_ARGUMENT', `sampler temperature: expected a finite number >= 0, got ${show(t)}`);
+    // (+Infinity is run.c's float temperature of 1e39: logits / ∞ = 0, every token equally likely)
+    if (typeof t !== 'number' || !(t >= 0)) throw new KernelError('INVALID_ARGUMENT', `sampler temperature: expected a number >= 0, got ${show(t)}`);
     if (typeof p !== 'number' || !Number.isFinite(p)) throw new KernelError('INVALID_ARGUMENT', `sampler topp: expected a number, got ${show(p)}`);
     this.vocabSize = vocabSize;
     this.temperature = f(t);

@@ -143,6 +143,10 @@ export class Tokenizer {
 
   /** run.c's decode(prev, token): the bytes of the piece. */
   decode(prev: number, token: number): Uint8Array {
+    const n = this.vocab.length;
+    for (const [what, id] of [['prev', prev], ['token', token]] as const) {
+      if (!Number.isInteger(id) || id < 0 || id >= n) throw new KernelError('INVALID_ARGUMENT', `tokenizer decode ${what}: expected a token id in [0, ${n}), got ${show(id)}`);
+    }
     let piece = this.vocab[token];
     if (prev === BOS && piece[0] === 0x20) piece = piece.subarray(1);
     // sscanf(piece, "<0x%02hhX>", &byte): "<0x" then one or two hex digits.
