@@ -329,12 +329,12 @@ function unchanged(ek: Kernels, t: Tensor, before: Uint8Array | string[]): boole
 
 // ---- options ---------------------------------------------------------------------
 
-function readOptions(options: unknown, what: string): { dim: number; reverse: boolean; length: number | undefined } {
+function readOptions(options: unknown, what: string, known: readonly string[] = ['dim', 'reverse', 'length']): { dim: number; reverse: boolean; length: number | undefined } {
   if (options === undefined || options === null) return { dim: 0, reverse: false, length: undefined };
   if (typeof options !== 'object' || Array.isArray(options)) fail('INVALID_ARGUMENT', `${what} options: expected an object, got ${show(options)}`);
   const o = options as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (!['dim', 'reverse', 'length'].includes(k)) fail('INVALID_ARGUMENT', `${what} options: unknown option ${show(k)}; expected dim, reverse, length`);
+    if (!known.includes(k)) fail('INVALID_ARGUMENT', `${what} options: unknown option ${show(k)}; expected ${known.join(', ')}`);
   }
   const dim = o.dim ?? 0;
   if (typeof dim !== 'number' || !Number.isSafeInteger(dim)) fail('INVALID_ARGUMENT', `${what} options.dim: expected an integer, got ${show(o.dim)}`);
@@ -840,8 +840,8 @@ export function makeCombiners(ek: Kernels): Combiners {
  * shape without `dim`). Returns [hLast, hs] like scan's [finalCarry, ys].
  */
 export function linearScan(ek: Kernels, a: Tensor | PlainTensor, b: Tensor | PlainTensor, h0: Tensor | PlainTensor, options?: LinearScanOptions): [Tensor, Tensor] {
-  const { dim, reverse, length } = readOptions(options, 'linearScan');
-  if (length !== undefined) fail('INVALID_ARGUMENT', 'linearScan options: unknown option "length" (the length is that of a along dim)');
+  // (no `length`: the length is that of a along dim)
+  const { dim, reverse } = readOptions(options, 'linearScan', ['dim', 'reverse']);
   const buf = ek.memory.buffer;
   [a, b, h0] = [snapshot(a, buf), snapshot(b, buf), snapshot(h0, buf)];
   const metas: Meta[] = [];

@@ -124,7 +124,7 @@ export function checkShape(shape: unknown, what: string): number[] {
     if (typeof n !== 'number' || !Number.isSafeInteger(n) || n < 0) {
       throw new KernelError('INVALID_SHAPE', `${what}: dimensions must be non-negative integers, got ${show(Array.from(shape as ArrayLike<unknown>))}`);
     }
-    out.push(n);
+    out.push(n === 0 ? 0 : n); // (−0 is 0: a size or byte length of −0 would follow it)
   }
   return out;
 }

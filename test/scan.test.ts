@@ -1256,6 +1256,9 @@ describe('linearScan', () => {
     expectKernelError(() => ek.linearScan(a, a, ek.tensor('float64', [2])), 'INVALID_DTYPE', /h0: expected dtype float32/);
     expectKernelError(() => ek.linearScan(ek.tensor('int32', [2]), ek.tensor('int32', [2]), ek.tensor('int32', [])), 'INVALID_DTYPE', /float32 or float64, got int32/);
     expectKernelError(() => ek.linearScan(a, a, ek.tensor('float32', [2]), { dim: 3 }), 'INVALID_ARGUMENT', /dim 3 is out of range/);
+    // its options are dim and reverse only, and the message says so (it listed length too)
+    expectKernelError(() => ek.linearScan(a, a, ek.tensor('float32', [2]), { length: 4 } as never), 'INVALID_ARGUMENT', /unknown option "length"; expected dim, reverse$/);
+    expectKernelError(() => ek.linearScan(a, a, ek.tensor('float32', [2]), { axis: 0 } as never), 'INVALID_ARGUMENT', /unknown option "axis"; expected dim, reverse$/);
   });
 });
 

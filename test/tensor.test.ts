@@ -28,6 +28,12 @@ describe('tensors', () => {
     }
   });
 
+  it('a dimension of -0 is 0 (size and byteLength +0, not -0)', () => {
+    const t = ek.tensor('float32', [3, -0]);
+    expect(Object.is(t.shape[1], 0) && Object.is(t.size, 0) && Object.is(t.byteLength, 0), `${t.shape} ${t.size} ${t.byteLength}`).toBe(true);
+    t.dispose();
+  });
+
   it('packs 4-bit and 2-bit elements, element 0 in the low bits', () => {
     expect(ek.tensor('int4', [3], [0x21, 0x03]).data).toEqual(new Uint8Array([0x21, 0x03]));
     expect(ek.tensor('uint2', [5], [0b11100100, 0b01]).data.length).toBe(2);
