@@ -809,6 +809,27 @@ function pvEdge(rg: i32, vRow: usize, vStride: usize, pRow: usize, jb: i32, a: i
   }
 }
 
+let gCs: i32 = 0, gCe: i32 = 0; // groupCore's result
+
+/**
+ * The core [gCs, gCe) of keys [f0, gn) of the sub-block at jb: the keys every row of group rg
+ * that sees any key sees (by its end and window start). One function for every pvBlock
+ * instantiation, as it runs once per group and sub-block (the module's size budget).
+ */
+function groupCore(rg: i32, jb: i32, f0: i32, gn: i32): void {
+  let cs = f0, ce = gn;
+  for (let r = rg; r < rg + 4; r++) {
+    const st = load<i32>(sStart + (<usize>r << 2)), en = load<i32>(sEnd + (<usize>r << 2));
+    if (en > st) {
+      cs = max(cs, st - gJ0 - jb);
+      ce = min(ce, en - gJ0 - jb);
+    }
+  }
+  cs = min(cs, gn);
+  gCs = cs;
+  gCe = max(ce, cs);
+}
+
 function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: usize): void {
   const Dv = gDv, Dvp = gDvp, gS = <usize>gSB << 4;
   const es = elemBytes<VT>();
@@ -839,16 +860,8 @@ function pvBlock<VT, SP>(vRow: usize, vStride: usize, nb: i32, nR4: i32, sOff: u
       // the core [cs, ce): keys every row of the group that sees any key sees (by ends and
       // window starts); the keys before and after it, seen by some rows only, go through
       // pvEdge (a causal tile's diagonal, a window's start: a few keys per group)
-      let cs = f0, ce = gn;
-      for (let r = rg; r < rg + 4; r++) {
-        const st = load<i32>(sStart + (<usize>r << 2)), en = load<i32>(sEnd + (<usize>r << 2));
-        if (en > st) {
-          cs = max(cs, st - gJ0 - jb);
-          ce = min(ce, en - gJ0 - jb);
-        }
-      }
-      cs = min(cs, gn);
-      ce = max(ce, cs);
+      groupCore(rg, jb, f0, gn);
+      const cs = gCs, ce = gCe;
       const pRow = sS + <usize>(rg >> 2) * gS + sOff; // the group's weights, key 0 of the block
       if (cs > f0) pvEdge(rg, vRow, vStride, pRow, jb, f0, cs, et, ec);
       const vBase = vRow + <usize>(jb + cs) * vStride;
