@@ -28,6 +28,13 @@ export class KernelError extends Error {
 }
 
 /** Formats a value for an error message: shapes as [a,b], strings quoted. */
+/** Unknown option names are errors (a misspelled `windw` or `casual` must not be ignored). */
+export function knownOptions(opts: object, allowed: readonly string[], what: string): void {
+  for (const key in opts) {
+    if (!allowed.includes(key)) throw new KernelError('INVALID_ARGUMENT', `${what}: unknown option ${show(key)} (expected ${allowed.join(', ')})`);
+  }
+}
+
 export function show(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(show).join(',')}]`;
   if (typeof v === 'string') return JSON.stringify(v);

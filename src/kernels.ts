@@ -284,16 +284,28 @@ export class Kernels implements TensorOwner, OpContext {
       // the old block goes first (its contents are not kept), so the new one may reuse it;
       // doubling is a hint: when the doubled size does not fit, exactly `bytes` is asked for
       let size = Math.max(bytes, this.scratchSize * 2), ptr: number;
-      if (this.scratchSize > 0) {
+      const old = this.scratchSize;
+      if (old > 0) {
         this.arena.free(this.scratchPtr);
         this.scratchPtr = 0;
         this.scratchSize = 0;
       }
       try {
-        ptr = this.arena.alloc(size);
+        try {
+          ptr = this.arena.alloc(size);
+        } catch (e) {
+          if (size === bytes || !(e instanceof KernelError) || e.code !== 'OUT_OF_MEMORY') throw e;
+          ptr = this.arena.alloc((size = bytes));
+        }
       } catch (e) {
-        if (size === bytes || !(e instanceof KernelError) || e.code !== 'OUT_OF_MEMORY') throw e;
-        ptr = this.arena.alloc((size = bytes));
+        // nothing changes on an error: the old block comes back (the space it left is free,
+        // so this cannot fail), as a KVCache's reserved scratch must survive a failed call
+        if (old > 0) {
+          this.scratchPtr = this.arena.alloc(old);
+          this.scratchSize = old;
+          if (this.debug) this.writeGuards(this.scratchPtr, old);
+        }
+        throw e;
       }
       this.scratchPtr = ptr;
       this.scratchSize = size;

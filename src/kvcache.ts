@@ -20,7 +20,7 @@
  *    of an append of up to maxAppend tokens an exact sliding window.
  */
 import { type DTypeInfo, type TypedData, dtypeInfo, findDType } from './dtypes.js';
-import { KernelError, show } from './errors.js';
+import { KernelError, knownOptions, show } from './errors.js';
 import type { Kernels } from './kernels.js';
 import { llmKernels } from './llm/kernels.js';
 import { type AttentionPlan, type AttentionSeq, attentionPlanScratch, runAttentionPlan } from './ops/attention.js';
@@ -102,11 +102,11 @@ function bad(code: ConstructorParameters<typeof KernelError>[0], msg: string): n
   throw new KernelError(code, msg);
 }
 
-/** Unknown option names are errors (a misspelled `windw` or `casual` must not be ignored). */
-function knownOptions(opts: object, allowed: readonly string[], what: string): void {
-  for (const key in opts) {
-    if (!allowed.includes(key)) bad('INVALID_ARGUMENT', `${what}: unknown option ${show(key)} (expected ${allowed.join(', ')})`);
-  }
+/** A cache storage dtype from its name or ONNX TensorProto code (undefined: float32). */
+export function storageDtype(d: unknown): StorageDtype {
+  const dtype = d === undefined ? 'float32' : (findDType(d)?.name ?? d);
+  if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16', 'bfloat16', 'int8' or 'float8e4m3fn', got ${show(dtype)}`);
+  return dtype as StorageDtype;
 }
 const CACHE_OPTIONS = ['layers', 'batch', 'kvHeads', 'headDim', 'capacity', 'dtype', 'queryHeads', 'window', 'maxAppend'] as const;
 const APPEND_OPTIONS = ['lengths'] as const;
@@ -155,9 +155,7 @@ export class KVCache {
     this.kvHeads = posInt(opts.kvHeads, 'kvHeads');
     this.headDim = posInt(opts.headDim, 'headDim');
     // a dtype name or its ONNX TensorProto code, as everywhere else
-    const dtype = opts.dtype === undefined ? 'float32' : (findDType(opts.dtype)?.name ?? opts.dtype);
-    if (!(STORAGE as readonly unknown[]).includes(dtype)) bad('INVALID_DTYPE', `kvCache dtype: expected 'float32', 'float16', 'bfloat16', 'int8' or 'float8e4m3fn', got ${show(dtype)}`);
-    this.dtype = dtype as StorageDtype;
+    this.dtype = storageDtype(opts.dtype);
     this.elemBytes = this.dtype === 'float32' ? 4 : SCALED(this.dtype) ? 1 : 2;
     if (opts.window !== undefined) {
       this.window = posInt(opts.window, 'window');
@@ -369,7 +367,8 @@ export class KVCache {
     });
     this.assertAlive();
     const scale = o.scale ?? 1 / Math.sqrt(D);
-    if (typeof scale !== 'number' || !Number.isFinite(scale)) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a finite number, got ${show(o.scale)}`);
+    // the kernel computes in float32: 1e39 is Infinity there (NaN outputs)
+    if (typeof scale !== 'number' || !Number.isFinite(Math.fround(scale))) bad('INVALID_ARGUMENT', `kvCache.attend scale: expected a number finite in float32 (magnitude at most 3.4028235e38), got ${show(o.scale)}`);
     const impl = o.impl;
     if (impl !== undefined && !['auto', 'TRT_Attention', 'builtin'].includes(impl)) bad('INVALID_ARGUMENT', `kvCache.attend impl: expected 'auto', 'TRT_Attention' or 'builtin', got ${show(impl)}`);
     const causal = o.causal ?? true;

@@ -98,6 +98,9 @@ describe('ONNX Attention rejects bad input with nothing written', () => {
     bad('Attention', [Q, K, V, t('float32', [3, 3])], {}, 'INVALID_SHAPE', /does not broadcast/, out);
     bad('Attention', [Q, K, V], { qk_matmul_output_mode: 4 }, 'INVALID_ATTRIBUTE', /qk_matmul_output_mode/, out);
     bad('Attention', [Q, K, V], { softcap: -1 }, 'INVALID_ATTRIBUTE', /softcap/, out);
+    // FLOAT attributes are float32 (in ONNX and in the kernels): 3.5e38 is Infinity there
+    bad('Attention', [Q, K, V], { softcap: 3.5e38 }, 'INVALID_ATTRIBUTE', /softcap: expected a number finite in float32/, out);
+    bad('Attention', [Q, K, V], { scale: -3.5e38 }, 'INVALID_ATTRIBUTE', /scale: expected a number finite in float32/, out);
     bad('Attention', [Q, K, V], { left_window_size: -2 }, 'INVALID_ATTRIBUTE', /left_window_size.*-1 \(unbounded\) or a size >= 0.*-2/, out);
     bad('Attention', [Q, K, V], { right_window_size: 1.5 }, 'INVALID_ATTRIBUTE', /right_window_size/, out);
     bad('Attention', [Q, K, V], { softmax_precision: 7 }, 'INVALID_ATTRIBUTE', /softmax_precision/, out);
@@ -117,6 +120,7 @@ describe('TRT_QuantizedAttention rejects bad input with nothing written', () => 
     bad('TRT_QuantizedAttention', [Q, K, V, null, ek.tensor('float32', [2], [1, 1])], {}, 'INVALID_SHAPE', /scalar/, out);
     bad('TRT_QuantizedAttention', [t('float32', [1, 3, 8]), t('float32', [1, 5, 8]), t('float32', [1, 5, 8])], {}, 'INVALID_ATTRIBUTE', /head-count attribute/);
     bad('TRT_QuantizedAttention', [Q, K, V], { query_form: 'packed_nhd' }, 'INVALID_SHAPE', /packed_nhd expects/, out);
+    bad('TRT_QuantizedAttention', [Q, K, V], { scale: 1e39 }, 'INVALID_ATTRIBUTE', /scale: expected a number finite in float32.*1e\+39/, out);
     // head size 0 without a scale: the default 1/sqrt(0) is infinite (an explicit scale is accepted)
     const Q0 = t('float32', [1, 2, 3, 0]), K0 = t('float32', [1, 2, 5, 0]), V0 = t('float32', [1, 2, 5, 4]);
     bad('TRT_QuantizedAttention', [Q0, K0, V0], {}, 'INVALID_SHAPE', /query: head size 0.*give the scale attribute/);

@@ -411,6 +411,26 @@ describe('ONNX Attention matches the float64 reference', () => {
       }
     }
   });
+  it('a window reaching past every position hides nothing, however large (both builds)', () => {
+    // the kernel takes i32 window sizes and adds them to positions: 2^31 − 1 (a common
+    // "unbounded") wrapped and hid every key, 2^32 acted as a window of 0
+    const r = rng(92);
+    const B = 1, H = 2, Sq = 3, P = 5, D = 8;
+    const inputs = [plain('float32', [B, H, Sq, D], r), plain('float32', [B, H, Sq, D], r), plain('float32', [B, H, Sq, D], r), null,
+      plain('float32', [B, H, P, D], r), plain('float32', [B, H, P, D], r)];
+    for (const causal of [0, 1]) {
+      const want = refOnnx(inputs, { is_causal: causal });
+      for (const w of [P + 2 * Sq, 2 ** 31 - 2, 2 ** 31 - 1, 2 ** 32, Number.MAX_SAFE_INTEGER]) {
+        for (const attrs of [{ left_window_size: w }, { right_window_size: w }, { left_window_size: w, right_window_size: w }]) {
+          for (const e of [ek, eks]) {
+            const y = (e.run('Attention', inputs as never, { ...attrs, is_causal: causal }, { outputs: [true, null, null] }) as Tensor[])[0];
+            expectClose(y, want[0], `causal ${causal} ${JSON.stringify(attrs)}`);
+            y.dispose();
+          }
+        }
+      }
+    }
+  });
   it('returns present_key / present_value by default when past is given, and not otherwise', () => {
     const c = onnxCase({ seed: 1, rank: 4, B: 1, Hkv: 1, G: 2, D: 4, Dv: 0, Sq: 2, S: 3, P: 4, causal: true, nonpad: false, mask: 'none', maskRank: 2, maskBroadcast: [true, true, true], maskShort: 0, softcap: 0, scale: undefined, qkMode: -1, t1: 'float32', t2: 'same', left: undefined, right: undefined });
     const outs = ek.run('Attention', c.inputs, c.attrs) as (Tensor | null)[];

@@ -1154,13 +1154,29 @@ describe('KVCache API audit', () => {
       const q = small.tensor('float32', [1, 8, 1, 4]);
       const before = small.stats();
       expectKernelError(() => c.attend(0, q, { impl: 'builtin' }), 'OUT_OF_MEMORY');
-      expect(small.stats().tensorsLive).toBe(before.tensorsLive);
-      expect(small.stats().bytesInUse).toBe(before.bytesInUse);
+      // every figure: the scratch area the constructor reserved is still there (a failed
+      // request used to free it first, so the next step would allocate)
+      expect(small.stats()).toEqual(before);
       expect(c.stepInProgress).toBe(true); // the step is untouched: advance() still commits it
       expect([...c.advance()]).toEqual([1]);
     } finally {
       small.dispose();
     }
+  });
+
+  it('attend scale: a number finite in float32 (the kernels\' type: 1e39 gave NaN outputs), nothing written', () => {
+    const c = ek.kvCache({ layers: 1, batch: 1, kvHeads: 1, headDim: 4, capacity: 4 });
+    const k = ek.tensor('float32', [1, 1, 1, 4], [1, 2, 3, 4]), q = ek.tensor('float32', [1, 1, 1, 4], [1, 0, 0, 0]);
+    const out = ek.tensor('float32', [1, 1, 1, 4], [7, 7, 7, 7]);
+    c.append(0, k, k);
+    for (const scale of [1e39, -3.5e38, Infinity, NaN, '1' as never]) {
+      expectKernelError(() => c.attend(0, q, { scale, out }), 'INVALID_ARGUMENT', /scale: expected a number finite in float32/);
+      expect(Array.from(out.data as Float32Array)).toEqual([7, 7, 7, 7]);
+    }
+    c.attend(0, q, { scale: 3.4e38, out });
+    expect(Array.from(out.data as Float32Array)).toEqual([1, 2, 3, 4]);
+    c.dispose();
+    for (const t of [k, q, out]) t.dispose();
   });
 
   it('setLengthsFromMask: malformed masks are KernelErrors (never TypeErrors), plain forms as ek.run reads them, half-precision masks by value', () => {

@@ -557,4 +557,40 @@ describe('QuantizeLinear / DequantizeLinear bad input: KernelError, nothing writ
     expect(Array.from(y.data as Uint8Array).slice(10, 15)).toEqual([0, 0, 0, 1, 2]);
     for (const t of [x, s3, s4, s0, sNaN, sInf, s1, zp8, zpu3, zpf8, zpf8uz, sb, sb2, xi, xd, sD, y, yBad]) t.dispose();
   });
+
+  it('a scalar x with a per-axis scale names the scale, not an empty axis range', () => {
+    const x = ek.tensor('float32', [], [1]), s = ek.tensor('float32', [3], [1, 1, 1]);
+    expectKernelError(() => ek.run('QuantizeLinear', [x, s], { axis: 1 }), 'INVALID_SHAPE', /y_scale: a scalar x takes a per-tensor scale/);
+    x.dispose(); s.dispose();
+  });
+
+  it('a wrong output fails before the scratch area grows: memory and stats stay as they were', async () => {
+    // int32 x needs a float32 copy of itself in scratch (4 MiB here)
+    const e = await init();
+    const x = e.tensor('int32', [1 << 20]), s = e.tensor('float32', [], [1]);
+    const yBad = e.tensor('int8', [1 << 20]), yBadF = e.tensor('float16', [1 << 20]);
+    const xq = e.tensor('uint8', [1 << 20]);
+    const before = e.stats();
+    expectKernelError(() => e.run('QuantizeLinear', [x, s], {}, { outputs: [yBad] }), 'INVALID_DTYPE', /outputs\[0\]/);
+    expectKernelError(() => e.run('DequantizeLinear', [xq, s], {}, { outputs: [yBadF] }), 'INVALID_DTYPE', /outputs\[0\]/);
+    expect(e.stats()).toEqual(before);
+    e.dispose();
+  });
+});
+
+describe('QuantizeLinear / DequantizeLinear: block_size past the axis', () => {
+  // any block_size >= D is one (short) block per row; the kernels take an i32 block size, and
+  // 2^31 trapped (zeroing tensors), 2^32 divided by zero, 2^32 + 1 read scales past their end
+  it.each([3, 4, 2 ** 31 - 1, 2 ** 31, 2 ** 32, 2 ** 32 + 1, Number.MAX_SAFE_INTEGER])('block_size %d gives the one-block result (both builds)', async (B) => {
+    const scalar = await init({ build: 'scalar' });
+    for (const e of [ek, scalar]) {
+      const x = e.tensor('float32', [2, 3], [10, 20, 30, 40, 50, 60]), s = e.tensor('float32', [2, 1], [10, 0.5]);
+      const y = e.run('QuantizeLinear', [x, s], { axis: 1, block_size: B })[0]!;
+      expect(Array.from(y.data as Uint8Array)).toEqual([1, 2, 3, 80, 100, 120]);
+      const z = e.run('DequantizeLinear', [y, s], { axis: 1, block_size: B })[0]!;
+      expect(Array.from(z.data as Float32Array)).toEqual([10, 20, 30, 40, 50, 60]);
+      for (const t of [x, s, y, z]) t.dispose();
+    }
+    scalar.dispose();
+  });
 });

@@ -273,6 +273,22 @@ describe('host contract (audit of the public API against DESIGN / README)', () =
     m.dispose();
   });
 
+  it('a scratch request that runs out of memory keeps the old scratch area: stats() unchanged', async () => {
+    const k = await init({ maximumMemory: 1 << 20 });
+    const q = k.tensor('float32', [1, 1, 64, 64]);
+    const fill: Tensor[] = [];
+    try { for (;;) fill.push(k.tensor('uint8', [4096])); } catch { /* memory full */ }
+    const before = k.stats();
+    expect(before.scratchBytes).toBeGreaterThan(0);
+    expectKernelError(() => k.run('Attention', [q, q, q]), 'OUT_OF_MEMORY');
+    expect(k.stats()).toEqual(before);
+    // and with a little room back the call runs
+    for (const t of fill.splice(0, 40)) t.dispose();
+    const [y] = k.run('Attention', [q, q, q]) as Tensor[];
+    expect(y.shape).toEqual([1, 1, 64, 64]);
+    k.dispose();
+  });
+
   it('data values are checked: wrong kinds and out-of-range integers are INVALID_VALUE, bool is stored as 1 / 0', () => {
     expectKernelError(() => ek.tensor('float32', [3], ['abc', {}, undefined]), 'INVALID_VALUE', /data\[0\]/);
     expectKernelError(() => ek.tensor('float32', [3], 'abc' as never), 'INVALID_ARGUMENT', /array/);

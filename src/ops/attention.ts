@@ -10,7 +10,7 @@ import { findDType } from '../dtypes.js';
 import { show } from '../errors.js';
 import type { Tensor } from '../tensor.js';
 import type { LlmKernels } from '../llm/kernels.js';
-import { fail, readCumulative, readInts } from './checks.js';
+import { fail, finiteF32, readCumulative, readInts } from './checks.js';
 import type { Attrs, OpContext, OpDef, OutputRequest, OutputSpec } from './registry.js';
 
 const FLOATS = ['float32', 'float16', 'bfloat16'] as const;
@@ -363,8 +363,7 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
     ...plan, qDtype: narrowed(plan.qDtype, wideQ), kDtype: narrowed(plan.kDtype, wideQ), vDtype: narrowed(plan.vDtype, wideV), outDtype: narrowed(plan.outDtype, wideQ),
   } : plan);
   const kernelBytes = planScratchBytes(ctx, plan.D, plan.Dv, plan.seqs, wantQk ? (job.qkCols ?? 0) : 0, (plan.quant ?? 0) !== 0 || wantQk, seqGather(plan), rowDecodeN);
-  // which outputs will exist (as prepareOutputs decides), so scratch is reserved first:
-  // a failing scratch request then leaves no freshly allocated output behind
+  // which outputs will exist (as prepareOutputs decides)
   const produced = (i: number) => {
     const r = requests[i];
     return job.outSpecs[i] != null && (r === true || (r !== null && r !== undefined) || (r === undefined && job.defaults[i]));
@@ -380,8 +379,11 @@ function execute(ctx: OpContext, op: string, job: Job, inputs: (Tensor | null)[]
   const qkElems = wideQ && job.qkMode != null && qkSpec ? qkSpec.shape.reduce((a, x) => a * x, 1) : 0;
   const wideBytes = (wideQ ? pad16(Q.size * 4) + pad16(kElems * 4) + pad16(yElems * 4) + pad16(qkElems * 4) : 0) + (wideV ? pad16(vElems * 4) : 0) + (wide ? 80 : 0);
   const total = 16 + (concatInScratch ? kBytes + vBytes + 32 : 0) + (mask?.bytes ?? 0) + yScratch + wideBytes + kernelBytes + 16;
-  const s0 = ((ctx.scratch(total) + 15) & ~15) >>> 0;
+  // the caller's outputs are checked before the scratch area may grow (a call failing on one
+  // leaves the memory as it was); outputs allocated here are freed by run() if scratch then
+  // runs out of memory
   const outs = ctx.prepareOutputs(op, job.outSpecs, requests, job.defaults, inputs);
+  const s0 = ((ctx.scratch(total) + 15) & ~15) >>> 0;
   let sp = s0;
   // present / concatenation
   let kPtr = K.byteOffset, vPtr = V.byteOffset;
@@ -565,10 +567,14 @@ const onnxAttention: OpDef = {
     if (NP) nonpad = readPerBatch(NP, B, T, `${op} input nonpad_kv_seqlen`);
     let mask: MaskInfo | null = null;
     if (M) mask = checkMask(M, [B, Hq, Sq, T], true, `${op} input attn_mask`);
-    const left = attrs.left_window_size as number, right = attrs.right_window_size as number;
-    for (const [name, w] of [['left_window_size', left], ['right_window_size', right]] as const) {
+    const wl = attrs.left_window_size as number, wr = attrs.right_window_size as number;
+    for (const [name, w] of [['left_window_size', wl], ['right_window_size', wr]] as const) {
       if (!Number.isInteger(w) || w < -1) fail('INVALID_ATTRIBUTE', `${op} attribute ${name}: expected -1 (unbounded) or a size >= 0, got ${show(w)}`);
     }
+    // a window reaching past every key and query position hides nothing: the kernel takes
+    // i32 sizes and adds them to positions, so it is given at most T + Sq (2^31 − 1, a common
+    // "unbounded", wrapped there and hid every key)
+    const left = Math.min(wl, T + Sq), right = Math.min(wr, T + Sq);
     // the offset of each batch entry's first query row: the causal frontier's and the window's
     const offsets = Array.from({ length: B }, (_, b) => (PK ? P : nonpad ? nonpad[b] - Sq : 0));
     let scale = attrs.scale as number | undefined;
@@ -576,9 +582,9 @@ const onnxAttention: OpDef = {
       if (D === 0) fail('INVALID_SHAPE', `${op} input Q: head size 0 makes the default scale 1/sqrt(0) infinite; give the scale attribute`);
       scale = 1 / Math.sqrt(D);
     }
-    if (!Number.isFinite(scale)) fail('INVALID_ATTRIBUTE', `${op} attribute scale: expected a finite number, got ${scale}`);
-    const softcap = attrs.softcap as number;
-    if (!Number.isFinite(softcap) || softcap < 0) fail('INVALID_ATTRIBUTE', `${op} attribute softcap: expected a finite number >= 0, got ${softcap}`);
+    finiteF32(scale, `${op} attribute scale`);
+    const softcap = finiteF32(attrs.softcap, `${op} attribute softcap`);
+    if (softcap < 0) fail('INVALID_ATTRIBUTE', `${op} attribute softcap: expected a number >= 0, got ${attrs.softcap}`);
     const causal = attrs.is_causal === 1;
     const seqs: AttentionSeq[] = [];
     const k4 = rank === 4 || !!PK; // K read from a [B,H,T,D] layout
@@ -738,7 +744,7 @@ function trtJob(o: TrtOptions): Job {
   const hs = (s: SideShape & { onnx3d: boolean }, Dx: number) => (s.packed || s.onnx3d ? Dx : s.N * Dx);
   const ts = (s: SideShape & { onnx3d: boolean }, Dx: number) => (s.packed || s.onnx3d ? s.H * Dx : Dx);
   const scale = o.scale ?? 1;
-  if (!Number.isFinite(scale)) fail('INVALID_ATTRIBUTE', `${op} attribute scale: expected a finite number, got ${scale}`);
+  finiteF32(scale, `${op} attribute scale`);
   const outShape = qs.packed ? [qs.N, Hq, Dv] : qs.onnx3d ? [B, qs.N, Hq * Dv] : [B, Hq, qs.N, Dv];
   return {
     plan: {

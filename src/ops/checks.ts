@@ -7,6 +7,16 @@ export function fail(code: ConstructorParameters<typeof KernelError>[0], msg: st
 }
 
 /** Normalizes an axis in [−rank, rank) to [0, rank). */
+/**
+ * A FLOAT attribute (scale, softcap) is float32 in ONNX and in the kernels: its float32 value
+ * must be finite (3.5e38 is Infinity there, and gave NaN outputs). Returns that value.
+ */
+export function finiteF32(x: unknown, what: string): number {
+  const f = typeof x === 'number' ? Math.fround(x) : NaN;
+  if (!Number.isFinite(f)) fail('INVALID_ATTRIBUTE', `${what}: expected a number finite in float32 (magnitude at most 3.4028235e38), got ${show(x)}`);
+  return f;
+}
+
 export function normalizeAxis(axis: number, rank: number, what: string): number {
   if (!Number.isInteger(axis) || axis < -rank || axis >= rank) {
     fail('INVALID_ATTRIBUTE', `${what}: expected an axis in [${-rank}, ${rank - 1}] for rank ${rank}, got ${axis}`);

@@ -302,6 +302,7 @@ function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAt
   if (blockSize === 0) {
     if (scale.rank <= 1 && scale.size === 1) return { outer: 1, D: 1, inner: n, B: 1, sO: 0, sD: 0, sI: 0 };
     if (scale.rank !== 1) fail('INVALID_SHAPE', `${scaleName}: expected a scalar (per-tensor) or a 1-D tensor (per-axis) when block_size is 0, got shape ${show([...ss])}`);
+    if (x.rank === 0) fail('INVALID_SHAPE', `${scaleName}: a scalar x takes a per-tensor scale (one value), got shape ${show([...ss])}`);
     const axis = normalizeAxis(axisAttr, x.rank, `${op} attribute axis`);
     if (ss[0] !== xs[axis]) fail('INVALID_SHAPE', `${scaleName}: per-axis scale must have x.shape[${axis}] = ${xs[axis]} values, got ${ss[0]}`);
     const outer = product(xs, 0, axis), D = xs[axis], inner = product(xs, axis + 1);
@@ -318,8 +319,11 @@ function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAt
   const Sb = Math.ceil(D / blockSize);
   if (ss[axis] !== Sb) fail('INVALID_SHAPE', `${scaleName}: dimension ${axis} must be ceil(${D} / block_size ${blockSize}) = ${Sb}, got ${ss[axis]}`);
   const outer = product(xs, 0, axis), inner = product(xs, axis + 1);
-  if (inner === 1) return { outer, D, inner: 1, B: blockSize, sO: Sb, sD: 1, sI: 0 };
-  return { outer, D, inner, B: blockSize, sO: Sb * inner, sD: inner, sI: 1 };
+  // a block_size past the axis is one (short) block: the kernels take an i32 block size,
+  // so they are given at most D (a size of 2^31 or more wrapped there)
+  const B = Math.min(blockSize, Math.max(D, 1));
+  if (inner === 1) return { outer, D, inner: 1, B, sO: Sb, sD: 1, sI: 0 };
+  return { outer, D, inner, B, sO: Sb * inner, sD: inner, sI: 1 };
 }
 
 /**
@@ -529,9 +533,12 @@ const quantizeLinear: OpDef = {
     const plan = !f64 && x!.dtype !== 'int32' && (needX || bits < 8) ? chunkPlan(fold, bits) : null;
     const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 + (f64 ? 13 * CHUNK :
       (plan ? align16(CHUNK * 4) + align16(CHUNK) : (needX ? align16(n * 4) : 0) + (bits < 8 ? align16(n) : 0)) + (ctx.exports.quantizeF32ScratchBytes() >>> 0));
-    const base = ctx.scratch(scratchBytes);
+    // a caller's output is checked before the scratch area may grow (a call that fails on it
+    // leaves the memory as it was); an output allocated here is freed by run() if scratch
+    // then runs out of memory
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
+    const base = ctx.scratch(scratchBytes);
     // float4e2m1 adds its (±0) zero point as the spec's formula and ONNX's reference do; the
     // float8 types leave it out, as the reference does (see quantOne in assembly/quant.ts)
     const useZp = zp !== null && (!floatOut || out === 'float4e2m1');
@@ -609,9 +616,12 @@ const dequantizeLinear: OpDef = {
     const plan = x!.dtype !== 'int32' && (needY32 || (!direct && count === 1)) ? chunkPlan(f, bits) : null;
     const scratchBytes = 2 * align16(count * 4) + align16(count) + 64 +
       (plan ? align16(CHUNK * 4) + align16(CHUNK) : (needY32 ? align16(n * 4) : 0) + (bits < 8 ? align16(CHUNK) : 0));
-    const base = ctx.scratch(scratchBytes);
+    // a caller's output is checked before the scratch area may grow (a call that fails on it
+    // leaves the memory as it was); an output allocated here is freed by run() if scratch
+    // then runs out of memory
     const [y] = ctx.prepareOutputs(op, [{ dtype: out, shape: x!.shape }], outs, [true], [x, scale, zp]);
     if (y === null || n === 0) return [y];
+    const base = ctx.scratch(scratchBytes);
     const useZp = zp !== null && !floatIn;
     const { sPtr, zPtr, next } = scaleZpPointers(ctx, base, scale!, zp, useZp);
     let p = next;
