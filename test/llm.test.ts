@@ -659,6 +659,51 @@ describe('Llama forward and generation', () => {
       m.dispose();
     }
   });
+
+  it('every argument of the llama2.c APIs is checked: KernelErrors (not TypeErrors), unknown options refused, nothing loaded first', () => {
+    const { model, tokenizer, config } = pkg.tinyModel(1);
+    const V = config.vocabSize;
+    const tok = pkg.Tokenizer.parse(tokenizer, V), s = new pkg.Sampler(V, { seed: 1 });
+    const arg = (fn: () => unknown, pattern: RegExp) => expectKernelError(fn, 'INVALID_ARGUMENT', pattern);
+    // Sampler: vocabulary size, seed (run.c's unsigned long long: any integer), options
+    for (const seed of [1.5, NaN, 'x', Infinity]) arg(() => new pkg.Sampler(V, { seed: seed as never }), /sampler seed: expected a bigint or an integer/);
+    for (const n of [NaN, -1, 0, 2.5, 'x']) arg(() => new pkg.Sampler(n as never), /sampler vocabSize/);
+    arg(() => new pkg.Sampler(V, { temprature: 0 } as never), /sampler options: unknown option "temprature"/);
+    expect(new pkg.Sampler(V, { seed: -1 }).rng.state).toBe(2n ** 64n - 1n);
+    expect(new pkg.Sampler(V, { seed: 2 ** 60 }).rng.state).toBe(2n ** 60n);
+    // Tokenizer
+    arg(() => pkg.Tokenizer.parse(tokenizer.buffer as never, V), /tokenizer.bin: expected the file's bytes as a Uint8Array/);
+    arg(() => pkg.Tokenizer.parse(null as never, V), /Uint8Array/);
+    for (const n of [NaN, 0, -3, 1.5]) arg(() => pkg.Tokenizer.parse(tokenizer, n), /Tokenizer.parse vocabSize/);
+    for (const t of [123, null, undefined, ['a']]) arg(() => tok.encode(t as never), /Tokenizer.encode text: expected a string or a Uint8Array/);
+    // Llama: the checkpoint's type and every option before the weights are loaded
+    const before = ek.stats();
+    arg(() => new pkg.Llama(ek, model.buffer as never), /Llama checkpoint: expected the file's bytes as a Uint8Array/);
+    arg(() => new pkg.Llama(ek, null as never), /Llama checkpoint/);
+    arg(() => new pkg.Llama(ek, model, { cachDtype: 'float16' } as never), /Llama options: unknown option "cachDtype"/);
+    expectKernelError(() => new pkg.Llama(ek, model, { cacheDtype: 'int4' }), 'INVALID_DTYPE', /kvCache dtype/);
+    expect(ek.stats()).toEqual(before); // memory did not grow for weights that were never used
+    // generate
+    const m = new pkg.Llama(ek, model);
+    try {
+      arg(() => pkg.generate(m, null as never, s), /generate tokenizer: expected a Tokenizer/);
+      arg(() => pkg.generate({} as never, tok, s), /generate model: expected a Llama/);
+      arg(() => pkg.generate(m, tok, {} as never), /generate sampler: expected a Sampler/);
+      arg(() => pkg.generate(m, tok, s, { stepz: 3 } as never), /generate options: unknown option "stepz"/);
+      arg(() => pkg.generate(m, tok, s, { prompt: 5 } as never), /generate prompt: expected a string or a Uint8Array/);
+      arg(() => pkg.generate(m, tok, s, { onStep: 'x' } as never), /generate onStep: expected a function/);
+      // writeCheckpoint
+      arg(() => pkg.writeCheckpoint(null as never, new Float32Array(0)), /writeCheckpoint config/);
+      arg(() => pkg.writeCheckpoint(config, [] as never), /writeCheckpoint weights: expected a Float32Array/);
+      arg(() => pkg.writeCheckpoint({ ...config, dim: 2 ** 32 + 8 }, new Float32Array(0)), /writeCheckpoint config.dim: expected an integer in \[1, 2\^31 - 1\]/);
+      expectKernelError(() => pkg.writeCheckpoint({ ...config, nHeads: 5 }, new Float32Array(0)), 'INVALID_VALUE', /not a multiple of n_heads 5/);
+    } finally {
+      m.dispose();
+    }
+    // after dispose the logits' memory may hold another tensor: DISPOSED, and dispose() twice is fine
+    for (const read of [() => m.logits, () => m.logitsPtr, () => m.forward(1), () => m.reset()]) expectKernelError(read, 'DISPOSED', /Llama: the model was disposed/);
+    m.dispose();
+  });
 });
 
 describe('npm run demo (examples/demo.mjs)', () => {

@@ -99,6 +99,16 @@ export function parseCheckpoint(bytes: Uint8Array): { config: LlamaConfig; layou
 
 /** Writes a checkpoint: header, then `weights` (layout.total floats, in the order above). */
 export function writeCheckpoint(c: LlamaConfig, weights: Float32Array): Uint8Array {
+  if (c === null || typeof c !== 'object') throw new KernelError('INVALID_ARGUMENT', `writeCheckpoint config: expected a LlamaConfig object, got ${String(c)}`);
+  if (!(weights instanceof Float32Array)) throw new KernelError('INVALID_ARGUMENT', 'writeCheckpoint weights: expected a Float32Array');
+  // the header's int32 fields (a larger value would wrap), then readConfig's rules on them
+  for (const k of ['dim', 'hiddenDim', 'nLayers', 'nHeads', 'nKvHeads', 'vocabSize', 'seqLen'] as const) {
+    const v = c[k];
+    if (!Number.isInteger(v) || v < 1 || v > 0x7fffffff) throw new KernelError('INVALID_ARGUMENT', `writeCheckpoint config.${k}: expected an integer in [1, 2^31 - 1], got ${String(v)}`);
+  }
+  const head = new DataView(new ArrayBuffer(HEADER_BYTES));
+  [c.dim, c.hiddenDim, c.nLayers, c.nHeads, c.nKvHeads, c.vocabSize, c.seqLen].forEach((v, i) => head.setInt32(i * 4, v, true));
+  readConfig(new Uint8Array(head.buffer));
   const layout = weightLayout(c);
   if (weights.length !== layout.total) throw new KernelError('INVALID_SHAPE', `writeCheckpoint weights: expected ${layout.total} floats, got ${weights.length}`);
   const out = new Uint8Array(HEADER_BYTES + weights.length * 4);

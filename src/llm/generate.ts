@@ -4,9 +4,9 @@
  * through decode() and safe_printf(), so the printed bytes are exactly run.c's stdout
  * (without its final newline).
  */
-import { KernelError, show } from '../errors.js';
-import type { Llama } from './model.js';
-import type { Sampler } from './sampler.js';
+import { KernelError, knownOptions, show } from '../errors.js';
+import { Llama } from './model.js';
+import { Sampler } from './sampler.js';
 import { BOS, Tokenizer } from './tokenizer.js';
 
 export interface GenerateResult {
@@ -33,6 +33,15 @@ export interface GenerateOptions {
 }
 
 export function generate(model: Llama, tokenizer: Tokenizer, sampler: Sampler, opts: GenerateOptions = {}): GenerateResult {
+  if (!(model instanceof Llama)) throw new KernelError('INVALID_ARGUMENT', `generate model: expected a Llama, got ${show(model)}`);
+  if (!(tokenizer instanceof Tokenizer)) throw new KernelError('INVALID_ARGUMENT', `generate tokenizer: expected a Tokenizer, got ${show(tokenizer)}`);
+  if (!(sampler instanceof Sampler)) throw new KernelError('INVALID_ARGUMENT', `generate sampler: expected a Sampler, got ${show(sampler)}`);
+  if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `generate options: expected an object, got ${show(opts)}`);
+  knownOptions(opts, ['prompt', 'steps', 'onPiece', 'onStep', 'now'], 'generate options');
+  if (opts.prompt !== undefined && typeof opts.prompt !== 'string' && !(opts.prompt instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `generate prompt: expected a string or a Uint8Array, got ${show(opts.prompt)}`);
+  for (const k of ['onPiece', 'onStep', 'now'] as const) {
+    if (opts[k] !== undefined && typeof opts[k] !== 'function') throw new KernelError('INVALID_ARGUMENT', `generate ${k}: expected a function, got ${show(opts[k])}`);
+  }
   const seqLen = model.cache.capacity;
   let steps = opts.steps ?? 256;
   if (!Number.isInteger(steps) || steps < 0) throw new KernelError('INVALID_ARGUMENT', `generate steps: expected an integer >= 0, got ${show(opts.steps)}`);

@@ -19,9 +19,9 @@
  * quantizeQ8 first.
  */
 import { dtypeInfo } from '../dtypes.js';
-import { KernelError, show } from '../errors.js';
+import { KernelError, knownOptions, show } from '../errors.js';
 import type { Kernels } from '../kernels.js';
-import type { KVCache } from '../kvcache.js';
+import { type KVCache, storageDtype } from '../kvcache.js';
 import { Tensor } from '../tensor.js';
 import {
   HEADER_BYTES, type LlamaConfig, type Q8Layout, type Q8Matrix, type WeightLayout, isQ8Checkpoint, parseCheckpoint, parseQ8Checkpoint,
@@ -93,6 +93,11 @@ export class Llama {
 
   /** Loads a llama2.c checkpoint (its bytes) into the instance. */
   constructor(ek: Kernels, checkpoint: Uint8Array, opts: LlamaOptions = {}) {
+    // every argument checked before the weights are loaded (memory that grew for them stays)
+    if (!(checkpoint instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `Llama checkpoint: expected the file's bytes as a Uint8Array, got ${show(checkpoint)}`);
+    if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `Llama options: expected an object, got ${show(opts)}`);
+    knownOptions(opts, ['seqLen', 'cacheDtype', 'quantize', 'groupSize'], 'Llama options');
+    const cacheDtype = storageDtype(opts.cacheDtype);
     if (opts.quantize !== undefined && opts.quantize !== 'q8') throw new KernelError('INVALID_ARGUMENT', `Llama quantize: expected 'q8' or undefined, got ${show(opts.quantize)}`);
     if (opts.quantize === 'q8' && !isQ8Checkpoint(checkpoint)) checkpoint = quantizeCheckpoint(checkpoint, { groupSize: opts.groupSize });
     const q8 = isQ8Checkpoint(checkpoint);
@@ -139,7 +144,7 @@ export class Llama {
       this.attT = view(this.ptr.att, [1, c.nHeads, 1, hs]);
       this.kT = view(this.ptr.kk, [1, c.nKvHeads, 1, hs]);
       this.vT = view(this.ptr.vv, [1, c.nKvHeads, 1, hs]);
-      this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: opts.cacheDtype ?? 'float32', queryHeads: c.nHeads });
+      this.cache = ek.kvCache({ layers: c.nLayers, batch: 1, kvHeads: c.nKvHeads, headDim: hs, capacity: seqLen, dtype: cacheDtype, queryHeads: c.nHeads });
       this.rope = new Float32Array(2 * hs);
       this.scale = f(1 / Math.sqrt(hs));
     } catch (e) {
@@ -233,21 +238,25 @@ export class Llama {
 
   /** Byte offset of the logits (vocab floats), valid for the model's lifetime. */
   get logitsPtr(): number {
+    this.alive();
     return this.ptr.logits;
   }
 
   /** The logits of the last step (a live view: read before the next call that may allocate). */
   get logits(): Float32Array {
+    this.alive();
     return new Float32Array(this.ek.memory.buffer, this.ptr.logits, this.config.vocabSize);
   }
 
   /** Empties the cache (a new sequence). */
   reset(): void {
+    this.alive();
     this.cache.reset();
   }
 
   /** Runs token `token` at the next position; returns the logits view. */
   forward(token: number): Float32Array {
+    this.alive();
     const c = this.config, k = this.k, p = this.ptr, w = this.weights.byteOffset * 1, L = this.layout!;
     if (!Number.isInteger(token) || token < 0 || token >= c.vocabSize) throw new KernelError('INVALID_ARGUMENT', `Llama.forward token: expected an integer in [0, ${c.vocabSize - 1}], got ${show(token)}`);
     const pos = this.cache.lengths[0];
@@ -338,7 +347,15 @@ export class Llama {
     (m.tiled ? this.k.matvecQ8Tiled : this.k.matvecQ8)(out, m.q, m.sT, p.xq, p.xs, m.rows, m.cols, this.groupSize!);
   }
 
+  private disposed = false;
+  /** After dispose() the logits' memory may hold another tensor: reading them is an error. */
+  private alive(): void {
+    if (this.disposed) throw new KernelError('DISPOSED', 'Llama: the model was disposed');
+  }
+
   dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
     this.cache.dispose();
     this.q8?.codes.dispose();
     this.weights.dispose();

@@ -4,7 +4,7 @@
  * seed reproduces run.c's choices. Float arithmetic is float32 like run.c's (Math.fround).
  * The argmax and the softmax run as wasm kernels over the logits where they live.
  */
-import { KernelError, show } from '../errors.js';
+import { KernelError, knownOptions, show } from '../errors.js';
 import type { LlmKernels } from './kernels.js';
 
 const MASK64 = (1n << 64n) - 1n;
@@ -42,6 +42,12 @@ export class Sampler {
   readonly rng: XorShiftRng;
 
   constructor(vocabSize: number, opts: SamplerOptions = {}) {
+    if (!Number.isSafeInteger(vocabSize) || vocabSize < 1) throw new KernelError('INVALID_ARGUMENT', `sampler vocabSize: expected an integer >= 1, got ${show(vocabSize)}`);
+    if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `sampler options: expected an object, got ${show(opts)}`);
+    knownOptions(opts, ['temperature', 'topp', 'seed'], 'sampler options');
+    const seed = opts.seed;
+    // run.c's seed is an unsigned long long: any integer, taken modulo 2^64
+    if (seed !== undefined && typeof seed !== 'bigint' && !Number.isInteger(seed)) throw new KernelError('INVALID_ARGUMENT', `sampler seed: expected a bigint or an integer, got ${show(seed)}`);
     const t = opts.temperature ?? 1.0, p = opts.topp ?? 0.9;
     // (+Infinity is run.c's float temperature of 1e39: logits / ∞ = 0, every token equally likely)
     if (typeof t !== 'number' || !(t >= 0)) throw new KernelError('INVALID_ARGUMENT', `sampler temperature: expected a number >= 0, got ${show(t)}`);

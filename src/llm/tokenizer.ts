@@ -51,6 +51,8 @@ export class Tokenizer {
 
   /** Reads tokenizer.bin for a model with `vocabSize` tokens. */
   static parse(bytes: Uint8Array, vocabSize: number): Tokenizer {
+    if (!(bytes instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `tokenizer.bin: expected the file's bytes as a Uint8Array, got ${show(bytes)}`);
+    if (!Number.isSafeInteger(vocabSize) || vocabSize < 1) throw new KernelError('INVALID_ARGUMENT', `Tokenizer.parse vocabSize: expected the model's vocabulary size (an integer >= 1), got ${show(vocabSize)}`);
     const dv = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
     const fail = (msg: string): never => { throw new KernelError('INVALID_VALUE', `tokenizer.bin: ${msg}`); };
     if (bytes.byteLength < 4) fail(`expected at least 4 bytes, got ${bytes.byteLength}`);
@@ -93,6 +95,7 @@ export class Tokenizer {
 
   /** run.c's encode(). `text`: a string (encoded as UTF-8) or raw bytes. */
   encode(text: string | Uint8Array, bos = true, eos = false): number[] {
+    if (typeof text !== 'string' && !(text instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `Tokenizer.encode text: expected a string or a Uint8Array, got ${show(text)}`);
     let t = typeof text === 'string' ? new TextEncoder().encode(text) : text;
     t = cString(t);
     const tokens: number[] = [];
