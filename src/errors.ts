@@ -13,6 +13,7 @@ export const ERROR_CODES = [
   'ALIASING', // an output overlaps an input or another output
   'DISPOSED', // a disposed tensor or instance was used
   'OUT_OF_MEMORY', // the arena cannot grow within maximumMemory
+  'UNAVAILABLE', // init(): the package's own build could not be read or compiled here (no file, no permission)
   'INTERNAL', // debug mode: a kernel wrote outside its outputs (a bug in this package)
 ] as const;
 

@@ -109,8 +109,13 @@ export async function compile(src: WasmSource, readFile?: FileReader): Promise<W
   }
 }
 
+/** A WebAssembly.Module of any realm (a vm context's, an iframe's: instanceof fails there). */
+function isModule(x: unknown): boolean {
+  return x instanceof WebAssembly.Module || Object.prototype.toString.call(x) === '[object WebAssembly.Module]';
+}
+
 async function compileRaw(src: WasmSource, readFile?: FileReader): Promise<WebAssembly.Module> {
-  if (src instanceof WebAssembly.Module) return src;
+  if (isModule(src)) return src as WebAssembly.Module;
   if (ArrayBuffer.isView(src) || src instanceof ArrayBuffer) return WebAssembly.compile(src as BufferSource);
   if (typeof src === 'string' || src instanceof URL) {
     let url: URL;
@@ -149,9 +154,10 @@ const INIT_OPTIONS = ['initialMemory', 'maximumMemory', 'build', 'wasm', 'debug'
 
 /**
  * Builds an entry's init(). `defaultModule(build)` is how that runtime obtains a build;
- * `readFile` (file-system runtimes) lets init({ wasm: fileURL }) read instead of fetch.
+ * `readFile` (file-system runtimes) lets init({ wasm: fileURL }) read instead of fetch;
+ * `compiles: false` (workerd) says the runtime compiles no wasm, so init({ wasm }) takes only a Module.
  */
-export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembly.Module>, readFile?: FileReader) {
+export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembly.Module>, readFile?: FileReader, { compiles = true } = {}) {
   const cached = new Map<BuildName, Promise<WebAssembly.Module>>();
   return async function init(opts: InitOptions = {}): Promise<Kernels> {
     if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `init options: expected an object, got ${show(opts)}`);
@@ -164,6 +170,9 @@ export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembl
     let module: WebAssembly.Module;
     let build: BuildName;
     if (opts.wasm !== undefined && opts.wasm !== null) {
+      if (!compiles && !isModule(opts.wasm)) {
+        throw new KernelError('INVALID_ARGUMENT', `init wasm: this runtime compiles no wasm at run time (workerd), so it takes a WebAssembly.Module only — import the .wasm as a module (a CompiledWasm module in the config; wrangler turns a .wasm import into one) — got ${show(opts.wasm)}`);
+      }
       module = await compile(opts.wasm, readFile);
       if (!WebAssembly.Module.exports(module).some((e) => e.name === 'heapBase')) {
         throw new KernelError('INVALID_ARGUMENT', 'init wasm: the module is not an edgekernels build (it has no heapBase export)');
@@ -184,7 +193,11 @@ export function makeInit(defaultModule: (build: BuildName) => Promise<WebAssembl
         module = await p;
       } catch (e) {
         cached.delete(build);
-        throw e;
+        if (e instanceof KernelError) throw e;
+        // the build beside the bundle is missing (ENOENT), unreadable (Deno without
+        // --allow-read: NotCapable) or refused by the engine: a KernelError as every failure
+        const why = e instanceof Error ? `${e.name}: ${e.message}` : String(e);
+        throw new KernelError('UNAVAILABLE', `init: could not load the package's ${build} build (${why}); see the README's "Runtimes" for what each runtime needs, or pass init({ wasm })`);
       }
     }
     try {

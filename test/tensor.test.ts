@@ -327,6 +327,37 @@ describe('host contract (audit of the public API against DESIGN / README)', () =
     k.dispose();
   });
 
+  it('init: a build missing beside the bundle is a KernelError UNAVAILABLE (it was a raw ENOENT error); a Module of another realm is taken', async () => {
+    const { copyFileSync, mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { pathToFileURL, fileURLToPath } = await import('node:url');
+    const vm = await import('node:vm');
+    const dir = mkdtempSync(join(tmpdir(), 'ek-nowasm-'));
+    try {
+      const dist = fileURLToPath(new URL('../dist/', import.meta.url));
+      copyFileSync(join(dist, 'index.js'), join(dir, 'index.js')); // the Node bundle alone, no .wasm beside it
+      const lone = await import(pathToFileURL(join(dir, 'index.js')).href);
+      let err: { name?: string; code?: string; message?: string } | undefined;
+      try { await lone.init(); } catch (e) { err = e as typeof err; }
+      expect(err?.name).toBe('KernelError');
+      expect(err?.code).toBe('UNAVAILABLE');
+      expect(err?.message).toMatch(/could not load the package's simd build \(.*ENOENT/);
+      // and once the file is there, the same init() works (a failed load is not cached)
+      copyFileSync(join(dist, 'edgekernels.wasm'), join(dir, 'edgekernels.wasm'));
+      (await lone.init()).dispose();
+      // a WebAssembly.Module compiled in another realm (a vm context, an iframe): instanceof fails there
+      const bytes = (await import('node:fs')).readFileSync(join(dist, 'edgekernels.scalar.wasm'));
+      const foreign = vm.runInNewContext('new WebAssembly.Module(b)', { b: new Uint8Array(bytes) });
+      expect(foreign instanceof WebAssembly.Module).toBe(false);
+      const k = await init({ wasm: foreign });
+      expect(k.stats().build).toBe('scalar');
+      k.dispose();
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it('an output of the wrong dtype is INVALID_DTYPE, of the wrong shape INVALID_SHAPE', () => {
     const x = ek.tensor('float32', [4], [1, 2, 3, 4]), axis = plain('int32', [], [0]);
     expectKernelError(() => ek.run('CumSum', [x, axis], {}, { outputs: [ek.tensor('float64', [4])] }), 'INVALID_DTYPE', /outputs\[0\]/);

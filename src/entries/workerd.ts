@@ -18,4 +18,4 @@ export * from '../index.js';
 export { BUILD_NAMES, engineSupports, defaultBuild, moduleBuild, RELAXED_PREFERRED } from '../load.js';
 
 const MODULES: Record<BuildName, WebAssembly.Module> = { simd, scalar, relaxed };
-export const init = makeInit(async (build) => MODULES[build]);
+export const init = makeInit(async (build) => MODULES[build], undefined, { compiles: false });

@@ -396,6 +396,8 @@ record('deno: resolves the deno entry', denoReport?.entry === 'deno.js', denoRep
 recordReport('bun', bunReport);
 record('bun: resolves the bun entry', bunReport?.entry === 'bun.js', bunReport?.entry);
 compareOutputs('deno agrees with node', reports.simd, denoReport);
+const denoNoRead = await runProcess(bin('deno'), ['run', '--no-prompt', join('test', 'runtimes', 'deno-noread.mjs')], { env: { DENO_NO_UPDATE_CHECK: '1' } });
+record('deno without --allow-read: init() is a KernelError UNAVAILABLE', denoNoRead.stdout.trim() === 'KernelError UNAVAILABLE', denoNoRead.stdout + denoNoRead.stderr);
 compareOutputs('bun agrees with node', reports.simd, bunReport);
 
 console.log('workerd');

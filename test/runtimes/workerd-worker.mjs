@@ -18,6 +18,20 @@ export default {
     } catch (e) {
       report.bytesCompile = 'refused';
     }
+    // init({ wasm }) with bytes: refused up front with a message that says what workerd takes
+    try {
+      await pkg.init({ wasm: new Uint8Array([0, 97, 115, 109, 1, 0, 0, 0]) });
+      report.failed++;
+      report.failures.push('init({ wasm: bytes }) in workerd: accepted');
+    } catch (e) {
+      if (e instanceof pkg.KernelError && e.code === 'INVALID_ARGUMENT' && /compiles no wasm at run time.*WebAssembly\.Module only/.test(e.message)) {
+        report.passed++;
+        report.checks.push('init({ wasm: bytes }) names what workerd takes');
+      } else {
+        report.failed++;
+        report.failures.push(`init({ wasm: bytes }) in workerd: ${e && e.message}`);
+      }
+    }
     return Response.json(report);
   },
 };
