@@ -14,7 +14,7 @@ export type DType =
 
 export type Kind = 'float' | 'int' | 'uint' | 'bool' | 'string' | 'complex';
 
-type ArrayCtor =
+export type ArrayCtor =
   | Float32ArrayConstructor | Float64ArrayConstructor | Int8ArrayConstructor
   | Uint8ArrayConstructor | Int16ArrayConstructor | Uint16ArrayConstructor
   | Int32ArrayConstructor | Uint32ArrayConstructor | BigInt64ArrayConstructor

@@ -27,19 +27,31 @@ import { type AttentionPlan, type AttentionSeq, attentionPlanScratch, runAttenti
 import { OPS } from './ops/index.js';
 import { type PlainTensor, Tensor, checkShape, plainMeta, shapeSize, toDataArray } from './tensor.js';
 
-export interface KVCacheOptions {
+/** ek.kvCache's options: `capacity` is required unless the cache has a `window`. */
+export type KVCacheOptions = KVCacheBaseOptions & (
+  | {
+    /** Cache rows per sequence. */
+    capacity: number;
+    window?: undefined;
+  }
+  | {
+    /** Sliding window: the query at position p sees p − window + 1 … p (a circular buffer of window + maxAppend − 1 rows). */
+    window: number;
+    /** The longest allowed sequence (default unbounded). */
+    capacity?: number;
+  }
+);
+
+/** The options every cache takes (see KVCacheOptions). */
+export interface KVCacheBaseOptions {
   layers: number;
   batch: number;
   kvHeads: number;
   headDim: number;
-  /** Cache rows per sequence (without window), or the longest allowed sequence (with window; default unbounded). */
-  capacity?: number;
   /** Storage dtype: 'float32' (default), 'float16', 'bfloat16', or 'int8' / 'float8e4m3fn' with one float32 scale per (token, head) row; or its ONNX TensorProto code. */
   dtype?: string | number;
   /** Query heads of a decode step (default kvHeads): sizes the scratch reserved up front, so decode steps allocate nothing. */
   queryHeads?: number;
-  /** Sliding window: the query at position p sees p − window + 1 … p (a circular buffer of window + maxAppend − 1 rows). */
-  window?: number;
   /**
    * With a window: the most tokens one append adds per sequence that still attend as a strict
    * sliding window (default 1). The ring keeps window + maxAppend − 1 rows, so each token of
@@ -92,7 +104,8 @@ export const TRT_ATTENTION_MIN_WORK = 1 << 14;
 
 const MAX_LEN = 0x7fffffff;
 const STORAGE = ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn'] as const;
-type StorageDtype = (typeof STORAGE)[number];
+/** A KV cache's storage dtype. */
+export type StorageDtype = (typeof STORAGE)[number];
 /** Kernel `kind` of each storage dtype (assembly/llm.ts). */
 const KIND: Record<StorageDtype, number> = { float32: 0, float16: 1, bfloat16: 2, int8: 3, float8e4m3fn: 4 };
 /** Storage dtypes quantized per (token, head) row with a float32 scale. */

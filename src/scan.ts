@@ -23,8 +23,12 @@ import { type PlainTensor, Tensor, checkShape } from './tensor.js';
 /** A tensor, or arrays / plain objects of them (null leaves are allowed and kept). */
 export type Pytree<T = Tensor> = T | null | readonly Pytree<T>[] | { readonly [key: string]: Pytree<T> };
 
-/** (carry, x) → [nextCarry, y]. x is null in a counted loop (xs = null). */
-export type CombineFn<C = any, X = any, Y = unknown> = (carry: C, x: X) => readonly [unknown, Y];
+/**
+ * (carry, x) → [nextCarry, y]. x is null in a counted loop (xs = null). nextCarry is a pytree
+ * of package or plain tensors (init's structure, checked at run time); so is y. Without type
+ * arguments carry and x are unknown: ek.scan infers them from init and xs.
+ */
+export type CombineFn<C = unknown, X = unknown, Y = unknown> = (carry: C, x: X) => readonly [Pytree<Tensor | PlainTensor>, Y];
 
 /**
  * What a scan hands its combine function and returns for a pytree T of inputs: every tensor
@@ -354,7 +358,7 @@ function fold(shape: readonly number[], dim: number): [number, number, number] {
 
 // ---- scan ------------------------------------------------------------------------
 
-export function scan(ek: Kernels, combineFn: CombineFn, init: unknown, xs: unknown, options?: ScanOptions): [unknown, unknown] {
+export function scan(ek: Kernels, combineFn: CombineFn<any, any>, init: unknown, xs: unknown, options?: ScanOptions): [unknown, unknown] {
   if (typeof combineFn !== 'function') fail('INVALID_ARGUMENT', `scan combineFn: expected a function (carry, x) => [nextCarry, y], got ${describe(combineFn)}`);
   const { dim, reverse, length } = readOptions(options, 'scan');
 
@@ -475,7 +479,7 @@ function fusedScan(ek: Kernels, name: CombineName, init: unknown, xs: unknown, d
 }
 
 function stepScan(
-  ek: Kernels, fn: CombineFn, initSpec: Spec, initLeaves: Leaf[], initMeta: Meta[],
+  ek: Kernels, fn: CombineFn<any, any>, initSpec: Spec, initLeaves: Leaf[], initMeta: Meta[],
   xSpec: Spec, xLeaves: Leaf[], xMeta: Meta[], N: number, dim: number, counted: boolean, reverse: boolean,
 ): [unknown, unknown] {
   const temps: Tensor[] = []; // converted plain inputs

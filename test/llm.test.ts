@@ -697,6 +697,11 @@ describe('Llama forward and generation', () => {
       arg(() => pkg.writeCheckpoint(config, [] as never), /writeCheckpoint weights: expected a Float32Array/);
       arg(() => pkg.writeCheckpoint({ ...config, dim: 2 ** 32 + 8 }, new Float32Array(0)), /writeCheckpoint config.dim: expected an integer in \[1, 2\^31 - 1\]/);
       expectKernelError(() => pkg.writeCheckpoint({ ...config, nHeads: 5 }, new Float32Array(0)), 'INVALID_VALUE', /not a multiple of n_heads 5/);
+      // the checkpoint readers take the file's bytes (an ArrayBuffer gave a DataView TypeError)
+      for (const [name, fn] of [['readConfig', pkg.readConfig], ['parseCheckpoint', pkg.parseCheckpoint], ['isQ8Checkpoint', pkg.isQ8Checkpoint], ['parseQ8Checkpoint', pkg.parseQ8Checkpoint], ['quantizeCheckpoint', pkg.quantizeCheckpoint]] as const) {
+        for (const x of [model.buffer, 'x', null]) arg(() => (fn as (b: unknown) => unknown)(x), new RegExp(`${name}: expected the checkpoint file's bytes as a Uint8Array`));
+      }
+      arg(() => pkg.quantizeCheckpoint(model, { groupsize: 8 } as never), /quantizeCheckpoint options: unknown option "groupsize"/);
     } finally {
       m.dispose();
     }

@@ -14,7 +14,7 @@
  *     wcls [vocab, dim] (only when unshared)
  * Matrices are row-major [out, in], so layer l's wq is W[dim, dim] at wq + l·dim·dim.
  */
-import { KernelError } from '../errors.js';
+import { KernelError, knownOptions, show } from '../errors.js';
 
 export interface LlamaConfig {
   dim: number;
@@ -48,11 +48,17 @@ export interface WeightLayout {
 
 export const HEADER_BYTES = 28;
 
+/** A checkpoint argument must be the file's bytes (an ArrayBuffer gave a DataView TypeError). */
+function fileBytes(bytes: unknown, what: string): void {
+  if (!(bytes instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `${what}: expected the checkpoint file's bytes as a Uint8Array, got ${show(bytes)}`);
+}
+
 function fail(msg: string): never {
   throw new KernelError('INVALID_VALUE', `llama2.c checkpoint: ${msg}`);
 }
 
 export function readConfig(bytes: Uint8Array): LlamaConfig {
+  fileBytes(bytes, 'readConfig');
   if (bytes.byteLength < HEADER_BYTES) fail(`expected at least ${HEADER_BYTES} header bytes, got ${bytes.byteLength}`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, HEADER_BYTES);
   const h = Array.from({ length: 7 }, (_, i) => dv.getInt32(i * 4, true));
@@ -90,6 +96,7 @@ export function weightLayout(c: LlamaConfig): WeightLayout {
 
 /** Header + layout, checking that the file holds every weight. */
 export function parseCheckpoint(bytes: Uint8Array): { config: LlamaConfig; layout: WeightLayout } {
+  fileBytes(bytes, 'parseCheckpoint');
   const config = readConfig(bytes);
   const layout = weightLayout(config);
   const need = HEADER_BYTES + layout.total * 4;
@@ -158,6 +165,7 @@ export interface Q8Layout {
 
 /** Whether the bytes start like a version-2 (Q8_0) checkpoint. */
 export function isQ8Checkpoint(bytes: Uint8Array): boolean {
+  fileBytes(bytes, 'isQ8Checkpoint');
   return bytes.byteLength >= 8 && new DataView(bytes.buffer, bytes.byteOffset, 8).getUint32(0, true) === Q8_MAGIC;
 }
 
@@ -181,6 +189,7 @@ export function q8Layout(c: LlamaConfig, groupSize: number): Q8Layout {
 
 /** Header + layout of a version-2 checkpoint, checking the header and that the file holds every weight. */
 export function parseQ8Checkpoint(bytes: Uint8Array): { config: LlamaConfig; layout: Q8Layout } {
+  fileBytes(bytes, 'parseQ8Checkpoint');
   if (bytes.byteLength < Q8_HEADER_BYTES) fail(`version 2: expected at least ${Q8_HEADER_BYTES} header bytes, got ${bytes.byteLength}`);
   const dv = new DataView(bytes.buffer, bytes.byteOffset, Q8_HEADER_BYTES);
   if (dv.getUint32(0, true) !== Q8_MAGIC) fail(`version 2: bad magic 0x${dv.getUint32(0, true).toString(16)} (expected 0x616b3432, "ak42")`);
@@ -227,6 +236,9 @@ export function quantizeQ80(w: Float32Array, groupSize: number, q: Int8Array, s:
  * quantized by quantizeQ80, the norms kept in float32.
  */
 export function quantizeCheckpoint(checkpoint: Uint8Array, opts: { groupSize?: number } = {}): Uint8Array {
+  fileBytes(checkpoint, 'quantizeCheckpoint');
+  if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `quantizeCheckpoint options: expected an object, got ${show(opts)}`);
+  knownOptions(opts, ['groupSize'], 'quantizeCheckpoint options');
   const { config: c, layout: L } = parseCheckpoint(checkpoint);
   let gs = opts.groupSize ?? 64;
   if (!Number.isInteger(gs) || gs < 1 || gs > 1024) throw new KernelError('INVALID_ARGUMENT', `quantizeCheckpoint groupSize: expected an integer in [1, 1024], got ${gs}`);

@@ -47,8 +47,11 @@ export function ropeTable(pos: number, headSize: number, out: Float32Array): voi
 export interface LlamaOptions {
   /** Longest sequence (cache capacity); default and maximum: the checkpoint's seq_len. */
   seqLen?: number;
-  /** KV-cache storage dtype: 'float32' (default, llama2.c's arithmetic), 'float16' or 'bfloat16'. */
-  cacheDtype?: string;
+  /**
+   * KV-cache storage dtype, as kvCache's `dtype`: 'float32' (default, llama2.c's arithmetic),
+   * 'float16', 'bfloat16', 'int8' or 'float8e4m3fn', or its ONNX TensorProto code.
+   */
+  cacheDtype?: string | number;
   /**
    * 'q8': quantize a float32 (version 0) checkpoint at load as llama2.c's export.py --version 2
    * does (Q8_0, groups of `groupSize`, default 64, halved until it divides dim) and run

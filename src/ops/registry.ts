@@ -58,6 +58,12 @@ export interface OpContext {
   ): (Tensor | null)[];
 }
 
+/**
+ * The wasm module's raw exports, as the operators call them: kernels take byte offsets, dims
+ * and scalars (all numbers; no export takes or returns an i64). The type is loose on purpose,
+ * for the host's own calls: a kernel without a result returns undefined, a `usize` result
+ * arrives signed (`>>> 0`), and the object also holds `memory` (a WebAssembly.Memory).
+ */
 export type KernelExports = Record<string, (...args: number[]) => number>;
 
 export interface OpDef {

@@ -1,7 +1,10 @@
 // A TypeScript consumer of the package, type-checked by test/types.test.ts (strict,
 // skipLibCheck false, declarations emitted) in a temporary project where `edgekernels` is
 // installed: dist/index.d.ts through package.json `exports`.
-import { init, KernelError, OPS, type Llama, type DType, type Tensor, type TypedData } from 'edgekernels';
+import {
+  init, KernelError, OPS, type Llama, type DType, type Tensor, type TypedData, type CombineFn, type KVCacheOptions,
+  type StorageDtype, type Kind, type ArrayCtor, type AttrKind, type AttrSpec, type AttrValue, type Attrs, type SlotSpec,
+} from 'edgekernels';
 
 const ek = await init();
 
@@ -105,3 +108,19 @@ ek.scan((carry, x) => {
   const wrongData: Int32Array = carry.data;
   return [ek.tensor('float32', [1], f), null];
 }, { dtype: 'float32', shape: [1], data: [0] }, null, { length: 2 });
+// nextCarry is a pytree of tensors: a string is caught at compile time (it was typed unknown)
+// @ts-expect-error a string is not a tensor pytree
+ek.scan((carry) => ['not a tensor', null], ek.tensor('float32', [1]), null, { length: 1 });
+// a bare CombineFn's carry and x are unknown, not any
+// @ts-expect-error carry is unknown
+export const loose: CombineFn = (carry, x) => [carry.nonexistent, x];
+
+// a cache needs capacity unless it has a window
+// @ts-expect-error capacity is required without a window
+export const noCapacity: KVCacheOptions = { layers: 1, batch: 1, kvHeads: 1, headDim: 8 };
+export const windowed: KVCacheOptions = { layers: 1, batch: 1, kvHeads: 1, headDim: 8, window: 16 };
+// the types public declarations name are importable
+export const storage: StorageDtype = 'int8';
+export const kind: Kind = 'float';
+export const ctor: ArrayCtor = Float32Array;
+export const attr: AttrSpec | AttrKind | AttrValue | Attrs | SlotSpec | null = null;
