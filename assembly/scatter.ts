@@ -86,26 +86,28 @@ export function scatterPackedRows(
 
 // ---- sub-byte elements (4-bit and 2-bit types) ----------------------------------
 // Element i of a packed tensor with `bits` per element lives in byte (i·bits) >> 3 at
-// bit (i·bits) & 7, element 0 in the low bits. A run whose source and destination
+// bit (i·bits) & 7, element 0 in the low bits. Element and bit indices are u64: a 512 MiB
+// int4 cache has 2^30 elements (2^32 bits), and a row start row·n·rowElems of a cache over
+// 2 GiB passes 2^32 elements, both of which wrapped in usize (the wrong element written). A run whose source and destination
 // start at the same bit phase is copied as: leading elements one by one up to a byte
 // boundary, whole bytes with memory.copy, trailing elements one by one. Runs with
 // different phases go element by element. Only the bits of the destination elements
 // are ever changed, so neighbouring elements sharing a byte stay intact.
 
-@inline function getElem(base: usize, i: usize, bits: u32): u32 {
-  const bit = i * <usize>bits;
-  return (<u32>load<u8>(base + (bit >> 3)) >> <u32>(bit & 7)) & ((1 << bits) - 1);
+@inline function getElem(base: usize, i: u64, bits: u32): u32 {
+  const bit = i * <u64>bits;
+  return (<u32>load<u8>(base + <usize>(bit >> 3)) >> <u32>(bit & 7)) & ((1 << bits) - 1);
 }
 
-@inline function setElem(base: usize, i: usize, bits: u32, v: u32): void {
-  const bit = i * <usize>bits;
-  const at = base + (bit >> 3), shift = <u32>(bit & 7);
+@inline function setElem(base: usize, i: u64, bits: u32, v: u32): void {
+  const bit = i * <u64>bits;
+  const at = base + <usize>(bit >> 3), shift = <u32>(bit & 7);
   const mask = <u32>((1 << bits) - 1) << shift;
   store<u8>(at, (<u32>load<u8>(at) & ~mask) | (v << shift));
 }
 
-function copyElems(dst: usize, di: usize, src: usize, si: usize, count: usize, bits: u32): void {
-  const perByte = <usize>(8 / bits);
+function copyElems(dst: usize, di: u64, src: usize, si: u64, count: u64, bits: u32): void {
+  const perByte = <u64>(8 / bits);
   if ((di & (perByte - 1)) == (si & (perByte - 1))) {
     while (count > 0 && (di & (perByte - 1)) != 0) {
       setElem(dst, di++, bits, getElem(src, si++, bits));
@@ -113,11 +115,11 @@ function copyElems(dst: usize, di: usize, src: usize, si: usize, count: usize, b
     }
     const whole = count / perByte;
     if (whole > 0) {
-      memory.copy(dst + di / perByte, src + si / perByte, whole);
+      memory.copy(dst + <usize>(di / perByte), src + <usize>(si / perByte), <usize>whole);
       di += whole * perByte; si += whole * perByte; count -= whole * perByte;
     }
   }
-  for (let k: usize = 0; k < count; k++) setElem(dst, di + k, bits, getElem(src, si + k, bits));
+  for (let k: u64 = 0; k < count; k++) setElem(dst, di + k, bits, getElem(src, si + k, bits));
 }
 
 /**
@@ -128,17 +130,17 @@ export function scatterRowsBits(
   cache: usize, update: usize, B: i32, P: i32, N: i32, S: i32, rowElems: usize, bits: u32,
   writeIdx: usize, circular: bool,
 ): void {
-  const n = <usize>N, s = <usize>S;
+  const n = <u64><u32>N, s = <u64><u32>S, re = <u64>rowElems;
   if (s == 0) return;
   for (let b = 0; b < B; b++) {
-    const start = startOf(writeIdx, b);
+    const start = <u64>startOf(writeIdx, b);
     for (let p = 0; p < P; p++) {
-      const row = <usize>b * <usize>P + <usize>p;
-      const d0 = row * n * rowElems, s0 = row * s * rowElems;
+      const row = <u64>b * <u64>P + <u64>p;
+      const d0 = row * n * re, s0 = row * s * re;
       let first = s;
       if (circular && n - start < first) first = n - start;
-      copyElems(cache, d0 + start * rowElems, update, s0, first * rowElems, bits);
-      if (first < s) copyElems(cache, d0, update, s0 + first * rowElems, (s - first) * rowElems, bits);
+      copyElems(cache, d0 + start * re, update, s0, first * re, bits);
+      if (first < s) copyElems(cache, d0, update, s0 + first * re, (s - first) * re, bits);
     }
   }
 }

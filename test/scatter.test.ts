@@ -127,6 +127,39 @@ describe('TensorScatter against the reference', () => {
     }
   });
 
+  it('4-bit and 2-bit caches past 2^30 elements (512 MiB) and past 2 GiB: the element written is the one addressed (both builds)', async () => {
+    // element and bit indices wrapped at 2^32 bits (an int4 write at element 2^30 + 1 landed
+    // in byte 0) and row starts at 2^32 elements; memory is only reserved: fresh pages are
+    // zero without being touched, and each case writes a byte or two
+    const last = (t: Tensor) => { const d = t.data as Uint8Array; return [d[0], d[d.length - 1]]; };
+    for (const build of ['simd', 'scalar'] as const) {
+      const e = await init({ build, maximumMemory: 4 * 2 ** 30 });
+      try {
+        for (const [dtype, N, v, want] of [['int4', 2 ** 30 + 2, 7, 0x70], ['uint2', 2 ** 31 + 4, 3, 0xc0]] as const) {
+          for (const mode of ['linear', 'circular'] as const) {
+            const cache = e.tensor(dtype, [1, N]), upd = e.tensor(dtype, [1, 1], [v]);
+            const pos = e.tensor('int64', [1], [BigInt(mode === 'linear' ? N - 1 : -1)]);
+            e.run('TensorScatter', [cache, upd, pos], { axis: 1, mode });
+            expect(last(cache), `${build} ${dtype} ${mode}`).toEqual([0, want]);
+            for (const t of [cache, upd, pos]) t.dispose();
+          }
+          const kv = e.tensor(dtype, [1, 1, N, 1]), one = e.tensor(dtype, [1, 1, 1, 1], [v]);
+          e.run('TRT_KVCacheUpdate', [kv, one, e.tensor('int64', [1], [BigInt(N - 1)])]);
+          expect(last(kv), `${build} ${dtype} TRT_KVCacheUpdate`).toEqual([0, want]);
+          kv.dispose(); one.dispose();
+        }
+        // a cache over 2 GiB: batch entry 1 starts past 2^32 elements
+        const N = 2 ** 31 + 16;
+        const cache = e.tensor('int4', [2, N]), upd = e.tensor('int4', [2, 2], [0x21, 0x43]); // packed bytes: row 0 = 1, 2; row 1 = 3, 4
+        e.run('TensorScatter', [cache, upd, e.tensor('int64', [2], [0n, BigInt(N - 2)])], { axis: 1 });
+        expect(last(cache), `${build} int4 [2, 2^31 + 16]`).toEqual([0x21, 0x43]);
+        expect((cache.data as Uint8Array)[N / 2], `${build}: batch 1's first byte untouched`).toBe(0);
+      } finally {
+        e.dispose();
+      }
+    }
+  });
+
   it('writes a plain cache back into its own data and returns it', () => {
     const data = new Float32Array(2 * 4 * 3);
     const plain = { dtype: 'float32', shape: [2, 4, 3], data };
