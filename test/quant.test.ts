@@ -148,6 +148,12 @@ const CHUNK_SETUPS: ChunkSetup[] = [
   { shape: [20, 1489], axis: 1, block: 0 }, // odd rows, 11 per chunk; packed types: 8, so each chunk starts on a byte
   { shape: [2, 16385], axis: 1, block: 16 }, // odd rows longer than a chunk; packed: the second would start mid-byte, whole tensor
   { shape: [5, 4097], axis: 0, block: 0 }, // odd entries, one row longer than a chunk; packed: whole tensor
+  // blocks longer than a chunk: pieces inside one block (their scales the block's)
+  { shape: [2, 40000], axis: 1, block: 20000 }, // a chunk and a partial one per block, two blocks per row
+  { shape: [2, 40000], axis: 1, block: 20001 }, // odd blocks; packed: the second block starts mid-byte, whole tensor
+  { shape: [4, 3, 6000], axis: 1, block: 3 }, // blocks of 18,000 with an inner dimension: two positions per piece
+  { shape: [3, 20000], axis: 0, block: 0 }, // per axis, one axis entry longer than a chunk: runs of its inner elements
+  { shape: [3, 20000], axis: 0, block: 2 }, // blocked on axis 0 with 20,000 inner elements: runs, a scale per element
 ];
 /** A CHUNK_SETUPS entry's scale shape: blocked along its axis, or one scale per axis entry. */
 const chunkScaleShape = (st: ChunkSetup): number[] => (st.block ? st.shape.map((d, i) => (i === st.axis ? Math.ceil(d / st.block) : d)) : [st.shape[st.axis]]);
@@ -477,6 +483,20 @@ describe('DequantizeLinear against the reference (fast-check)', () => {
     y.dispose();
     expect(k.stats().scratchBytes, 'QuantizeLinear float16 → int4').toBeLessThan(1.5 * (1 << 20));
     k.dispose();
+    // blocks longer than a chunk, and per-axis slices longer than one: pieces of a block, not
+    // a float32 copy of x (16 MiB here)
+    for (const [shape, axis, block, sShape] of [[[64, 65536], 1, 65536, [64, 1]], [[64, 65536], 0, 0, [64]], [[64, 65536], 0, 16, [4, 65536]]] as const) {
+      for (const op of ['DequantizeLinear', 'QuantizeLinear']) {
+        // a fresh instance per op: the scratch area grows by doubling across calls
+        const m = await init();
+        const x = m.tensor(op === 'DequantizeLinear' ? 'int4' : 'float16', [...shape]);
+        const sc = m.tensor('float32', [...sShape], new Float32Array(sShape.reduce((a, b) => a * b, 1)).fill(0.5));
+        m.run(op, [x, sc], { axis, block_size: block, output_dtype: op === 'DequantizeLinear' ? 'float16' : 'int4' })[0]!.dispose();
+        // the scales and zero points (2.3 MiB for the 262,144 of the last case) and the chunk buffers
+        expect(m.stats().scratchBytes, `${op} ${shape} axis ${axis} block ${block}`).toBeLessThan(3 << 20);
+        m.dispose();
+      }
+    }
   });
 
   it('quantize then dequantize stays within half a step for in-range values', () => {

@@ -329,14 +329,19 @@ function foldFor(op: string, x: Tensor, scale: Tensor, zp: Tensor | null, axisAt
 /**
  * How QuantizeLinear / DequantizeLinear go over x at most CHUNK elements at a time: per
  * tensor (`run`) in runs of CHUNK; else `rows` whole outer rows of the fold per chunk, or,
- * rows being longer, `blocks` whole blocks of one outer row. The packed side (4 / 2 bits:
- * x of DequantizeLinear, y of QuantizeLinear) must start every chunk on a byte: a count of
- * elements that is a multiple of 8 always does (CHUNK is one), so a count that does not is
- * rounded down to one. null when no whole row or block fits a chunk that way.
+ * rows being longer, `blocks` whole blocks of one outer row; blocks (or per-axis slices)
+ * being longer still, pieces of one block: `part` positions d of it per piece, or, a single
+ * position holding more than CHUNK elements, `cols` (runs of CHUNK inner elements). A piece
+ * inside one block starts its kernel call at that block's scales, so the kernel's block
+ * arithmetic (d / B) holds within it. The packed side (4 / 2 bits: x of DequantizeLinear, y
+ * of QuantizeLinear) must start every chunk on a byte: a count of elements that is a
+ * multiple of 8 always does (CHUNK is one), so a count that does not is rounded down to one.
+ * null when none of these starts every chunk on a byte (a whole-tensor buffer then).
  */
-type ChunkPlan = { run: boolean; rows: number; blocks: number };
+type ChunkPlan = { run: boolean; rows: number; blocks: number; part: number; cols: boolean };
 function chunkPlan(f: Fold, bits: number): ChunkPlan | null {
-  if (f.outer === 1 && f.D === 1 && f.sI === 0) return { run: true, rows: 0, blocks: 0 };
+  const none = { run: false, rows: 0, blocks: 0, part: 0, cols: false };
+  if (f.outer === 1 && f.D === 1 && f.sI === 0) return { ...none, run: true };
   const rowElems = f.D * f.inner, blockElems = f.B * f.inner;
   const onByte = (elems: number) => (elems * bits) % 8 === 0;
   /** Units of `elems` elements per chunk, so that the chunk starts on a byte. */
@@ -347,11 +352,20 @@ function chunkPlan(f: Fold, bits: number): ChunkPlan | null {
   if (rowElems === 0) return null;
   if (rowElems <= CHUNK) {
     const rows = fit(rowElems);
-    return rows > 0 ? { run: false, rows, blocks: 0 } : null;
+    return rows > 0 ? { ...none, rows } : null;
   }
-  // (each row's first chunk starts at a multiple of rowElems)
-  const blocks = blockElems <= CHUNK && onByte(rowElems) ? fit(blockElems) : 0;
-  return blocks > 0 ? { run: false, rows: 0, blocks } : null;
+  // (each row's first chunk starts at a multiple of rowElems, each block's at one of blockElems)
+  if (!onByte(rowElems)) return null;
+  if (blockElems <= CHUNK) {
+    const blocks = fit(blockElems);
+    return blocks > 0 ? { ...none, blocks } : null;
+  }
+  if (!onByte(blockElems)) return null;
+  if (f.inner <= CHUNK) {
+    const part = fit(f.inner);
+    return part > 0 ? { ...none, part } : null;
+  }
+  return onByte(f.inner) ? { ...none, cols: true } : null;
 }
 
 /**
@@ -369,12 +383,32 @@ function forEachChunk(f: Fold, plan: ChunkPlan, n: number, piece: (e0: number, m
       const k = Math.min(plan.rows, f.outer - o);
       piece(o * rowElems, k * rowElems, k, f.D, f.inner, o * f.sO);
     }
-  } else {
+  } else if (plan.blocks) {
     const step = plan.blocks * f.B;
     for (let o = 0; o < f.outer; o++) {
       for (let d0 = 0; d0 < f.D; d0 += step) {
         const d1 = Math.min(f.D, d0 + step);
         piece(o * rowElems + d0 * f.inner, (d1 - d0) * f.inner, 1, d1 - d0, f.inner, o * f.sO + (d0 / f.B) * f.sD);
+      }
+    }
+  } else if (plan.part) {
+    for (let o = 0; o < f.outer; o++) {
+      for (let j0 = 0; j0 < f.D; j0 += f.B) {
+        const j1 = Math.min(f.D, j0 + f.B), s0 = o * f.sO + (j0 / f.B) * f.sD;
+        for (let d0 = j0; d0 < j1; d0 += plan.part) {
+          const d1 = Math.min(j1, d0 + plan.part);
+          piece(o * rowElems + d0 * f.inner, (d1 - d0) * f.inner, 1, d1 - d0, f.inner, s0);
+        }
+      }
+    }
+  } else {
+    for (let o = 0; o < f.outer; o++) {
+      for (let d = 0; d < f.D; d++) {
+        const s0 = o * f.sO + Math.floor(d / f.B) * f.sD;
+        for (let i0 = 0; i0 < f.inner; i0 += CHUNK) {
+          const m = Math.min(CHUNK, f.inner - i0);
+          piece(o * rowElems + d * f.inner + i0, m, 1, 1, m, s0 + i0 * f.sI);
+        }
       }
     }
   }
