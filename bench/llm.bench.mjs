@@ -190,10 +190,16 @@ async function cacheDecodeCase(h, { Hq, Hkv, D, L, windowDtypes }) {
   const name = `append + attend, 1 layer, ${Hq}q/${Hkv}kv heads, D=${D}, L=${L}, per cache dtype`;
   const flops = 4 * Hq * L * D;
   const runners = [], owned = [];
+  // the cache's L − 1 rows hold data, appended once (a never-written cache reads the kernel's
+  // zero page: every row the same physical memory, 5% faster for the float32 cache)
+  const kAll = ek.tensor('float32', [1, Hkv, L - 1, D]), vAll = ek.tensor('float32', [1, Hkv, L - 1, D]);
+  kAll.data.forEach((_, i, a) => { a[i] = Math.cos(i * 0.37) * 0.5; });
+  vAll.data.forEach((_, i, a) => { a[i] = Math.sin(i * 0.61) * 0.5; });
   for (const dtype of ['float32', 'float16', 'bfloat16', 'int8', 'float8e4m3fn']) {
     const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, capacity: L, dtype, queryHeads: Hq });
     owned.push(cache);
-    cache.setLengthsFromMask(mask); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
+    cache.append(0, kAll, vAll);
+    cache.advance(); // L − 1 tokens in: each step appends position L − 1 and attends over L keys
     const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : dtype === 'int8' || dtype === 'float8e4m3fn' ? 1 : 2);
     // int8 / fp8 caches have no TRT_Attention path (it reads float32/float16/bfloat16 K/V): builtin only.
     for (const impl of dtype === 'int8' || dtype === 'float8e4m3fn' ? ['auto'] : ['TRT_Attention', 'builtin']) {
@@ -215,6 +221,12 @@ async function cacheDecodeCase(h, { Hq, Hkv, D, L, windowDtypes }) {
     const cache = ek.kvCache({ layers: 1, batch: 1, kvHeads: Hkv, headDim: D, window: L, capacity: 2 * L, dtype, queryHeads: Hq });
     owned.push(cache);
     cache.setLengthsFromMask(wmask);
+    // the ring's rows hold data (written through the views: a wrapped ring cannot be filled
+    // by one append), as the plain caches above
+    for (const t of [cache.keys(0), cache.values(0)]) {
+      const d = t.data;
+      for (let i = 0; i < d.length; i++) d[i] = dtype === 'float32' ? Math.cos(i * 0.37) * 0.5 : dtype === 'float16' ? 0x3400 | (i * 37 & 1023) : 0x3e80 | (i * 37 & 127);
+    }
     const bytes = 2 * Hkv * L * D * (dtype === 'float32' ? 4 : 2);
     for (const impl of ['auto', 'builtin']) {
       const step = () => {
@@ -232,7 +244,7 @@ async function cacheDecodeCase(h, { Hq, Hkv, D, L, windowDtypes }) {
   pk.data.fill(0.1); pv.data.fill(0.25);
   const am = ek.tensor('float32', [1, L]);
   const outs = [out, ek.tensor('float32', [1, Hkv, L, D]), ek.tensor('float32', [1, Hkv, L, D])];
-  owned.push(pk, pv, am, outs[1], outs[2]);
+  owned.push(pk, pv, am, outs[1], outs[2], kAll, vAll);
   runners.push({ impl: 'edgekernels Attention-23 past/present', fn: () => ek.run('Attention', [q, k, v, am, pk, pv], {}, { outputs: outs }), bytes, note: 'float32, ek.run Attention with past_key/past_value (copies the past into present), as the peers' });
   // Peer: ONNX Attention-23 with past_key/past_value (it concatenates past + new into present).
   const model = h.onnxModel({
