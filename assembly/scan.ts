@@ -370,18 +370,23 @@ function laeF64x2Call(a: v128, b: v128): v128 {
   }
 }
 
-/** Inclusive prefix (forward) or suffix (reverse) scan of the lanes of one vector. */
+/**
+ * Inclusive prefix (forward) or suffix (reverse) scan of the lanes of one vector. The shifted
+ * vector (the elements before each lane in scan order) is the first operand: x64's vector add
+ * keeps its first operand's NaN when both are NaN, so a NaN running sum keeps its own NaN as
+ * in the sequential order (the later element's NaN won before, in the SIMD build only).
+ */
 @inline function scanInRegister<T, O>(v: v128, id: v128, rev: bool): v128 {
   if (sizeof<T>() == 4) {
     if (rev) {
-      v = vopSmall<T, O>(v, shiftDown1<T>(v, id));
-      return vopSmall<T, O>(v, i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23));
+      v = vopSmall<T, O>(shiftDown1<T>(v, id), v);
+      return vopSmall<T, O>(i8x16.shuffle(v, id, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 22, 23), v);
     }
-    v = vopSmall<T, O>(v, shiftUp1<T>(v, id));
-    return vopSmall<T, O>(v, i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23));
+    v = vopSmall<T, O>(shiftUp1<T>(v, id), v);
+    return vopSmall<T, O>(i8x16.shuffle(id, v, 0, 1, 2, 3, 4, 5, 6, 7, 16, 17, 18, 19, 20, 21, 22, 23), v);
   } else {
-    if (rev) return vopSmall<T, O>(v, shiftDown1<T>(v, id));
-    return vopSmall<T, O>(v, shiftUp1<T>(v, id));
+    if (rev) return vopSmall<T, O>(shiftDown1<T>(v, id), v);
+    return vopSmall<T, O>(shiftUp1<T>(v, id), v);
   }
 }
 

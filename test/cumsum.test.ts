@@ -227,6 +227,39 @@ describe('CumSum against the reference', () => {
     }
   });
 
+  it('innermost runs (the SIMD build\'s in-register prefix scans): a NaN running sum keeps its own NaN over a later one, forward and reverse', async () => {
+    // x = 0 except two quiet NaNs of different payloads at p1 < p2 (in scan order): every
+    // output from p1 on is p1's NaN, in both builds. The in-register scan added the earlier
+    // lanes as the second operand, so the vector add kept the later NaN (SIMD build only).
+    const eks = await init({ build: 'scalar' });
+    try {
+      for (const [dtype, A, B] of [['float32', 0x7fc00001n, 0x7fc12345n], ['float64', 0x7ff8000000000001n, 0x7ff8000000012345n]] as const) {
+        const wide = dtype === 'float64';
+        for (const N of [8, 9, 16, 17, 33]) {
+          for (const reverse of [0, 1]) {
+            for (let p1 = 0; p1 < Math.min(N, 12); p1++) {
+              for (let p2 = p1 + 1; p2 < Math.min(N, 13); p2++) {
+                const codes = new Array<bigint>(N).fill(0n);
+                const at = (p: number) => (reverse ? N - 1 - p : p);
+                codes[at(p1)] = A; codes[at(p2)] = B;
+                const data = wide ? new Float64Array(BigUint64Array.from(codes).buffer) : new Float32Array(Uint32Array.from(codes.map(Number)).buffer);
+                const args = [{ dtype, shape: [N], data }, { dtype: 'int32', shape: [], data: [0] }];
+                for (const k of [ek, eks]) {
+                  const [y] = k.run('CumSum', args, { reverse }) as [{ data: Float32Array | Float64Array; dispose(): void }];
+                  const out = wide ? Array.from(new BigUint64Array(y.data.slice().buffer)) : Array.from(new Uint32Array(y.data.slice().buffer), BigInt);
+                  y.dispose();
+                  for (let p = p1; p < N; p++) expect(out[at(p)], `${k.stats().build} ${dtype} N ${N} reverse ${reverse} NaNs at ${p1}, ${p2}: output ${p}`).toBe(A);
+                }
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      eks.dispose();
+    }
+  });
+
   it('signed zeros: an exclusive sum starts at +0 and then keeps a -0 x[0] (ONNX reference: [0, -0, -0]), an inclusive sum of -0 stays -0', () => {
     for (const dtype of ['float32', 'float64', 'float16', 'bfloat16'] as const) {
       const negZero = dtype === 'float16' || dtype === 'bfloat16' ? 0x8000 : -0;
