@@ -507,6 +507,13 @@ describe('tokenizer (run.c rules)', () => {
     expect(Array.from(tok.decode(5, 0x41 + 3))).toEqual([0x41]);
     expect(Array.from(tok.decode(5, 0x0a + 3))).toEqual([0x0a]);
     expect(Array.from(tok.decode(5, 0x00 + 3))).toEqual([]);
+    // pieces that are not exactly <0xXX>, as glibc's sscanf("<0x%02hhX>") reads them (llama2.c
+    // run / runq printed 'A' for "<0x 41>" where this printed the piece; found by comparing
+    // with a compiled run.c): white space skipped, a sign in the 2-character field, modulo 256
+    const odd = new pkg.Tokenizer(['<0x 41>', '<0x\t7A>', '<0x+9>', '<0x-1>', '<0x-A>', '<0x4', '<0x123>', '<0x>', '<0x+>', '<0xg1>'].map((s) => new TextEncoder().encode(s)), new Array(10).fill(0), 8);
+    const oddDec = (i: number) => Array.from(odd.decode(5, i));
+    expect([0, 1, 2, 3, 4, 5, 6].map(oddDec)).toEqual([[0x41], [0x7a], [0x09], [0xff], [0xf6], [0x04], [0x12]]);
+    for (const i of [7, 8, 9]) expect(new TextDecoder().decode(odd.decode(5, i)), `piece ${i} printed as it is`).toBe(['<0x>', '<0x+>', '<0xg1>'][i - 7]);
     expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0x0a)))).toEqual([0x0a]);
     expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0x07)))).toEqual([]);
     expect(Array.from(pkg.Tokenizer.printable(Uint8Array.of(0xe2)))).toEqual([]);

@@ -152,13 +152,19 @@ export class Tokenizer {
     }
     let piece = this.vocab[token];
     if (prev === BOS && piece[0] === 0x20) piece = piece.subarray(1);
-    // sscanf(piece, "<0x%02hhX>", &byte): "<0x" then one or two hex digits.
+    // glibc's sscanf(piece, "<0x%02hhX>", &byte) == 1: "<0x", then %X skips white space
+    // (C's isspace) and reads a field of at most 2 characters: an optional sign, then hex
+    // digits (at least one); the value is taken modulo 256 (hh), so "<0x 41>" is 'A',
+    // "<0x+9>" a tab, "<0x-1>" 0xFF. The '>' after it does not change sscanf's result.
     if (piece.length >= 4 && piece[0] === 0x3c && piece[1] === 0x30 && piece[2] === 0x78) {
       const hex = (c: number) => (c >= 48 && c <= 57 ? c - 48 : c >= 65 && c <= 70 ? c - 55 : c >= 97 && c <= 102 ? c - 87 : -1);
-      const h0 = hex(piece[3]);
-      if (h0 >= 0) {
-        const h1 = piece.length > 4 ? hex(piece[4]) : -1;
-        const byte = h1 >= 0 ? h0 * 16 + h1 : h0;
+      let i = 3;
+      while (i < piece.length && (piece[i] === 0x20 || (piece[i] >= 0x09 && piece[i] <= 0x0d))) i++;
+      let w = 0, neg = false, v = 0, digits = 0;
+      if (i < piece.length && (piece[i] === 0x2b || piece[i] === 0x2d)) { neg = piece[i] === 0x2d; i++; w++; }
+      for (; w < 2 && i < piece.length && hex(piece[i]) >= 0; i++, w++, digits++) v = v * 16 + hex(piece[i]);
+      if (digits > 0) {
+        const byte = (neg ? -v : v) & 0xff;
         return byte === 0 ? new Uint8Array(0) : Uint8Array.of(byte);
       }
     }
