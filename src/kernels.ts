@@ -143,7 +143,12 @@ export class Kernels implements TensorOwner, OpContext {
     const values = data === undefined ? null : toDataArray(info, count, this.detachable(data), 'tensor');
     const t = this.alloc(info.name, dims, values as string[] | null);
     if (values !== null && info.kind !== 'string') {
-      (t.data as Float64Array).set(values as unknown as Float64Array);
+      try {
+        (t.data as Float64Array).set(values as unknown as Float64Array);
+      } catch (e) {
+        t.dispose(); // (cannot happen for checked data; never leak the tensor if it does)
+        throw e;
+      }
     }
     return t;
   }
@@ -165,13 +170,18 @@ export class Kernels implements TensorOwner, OpContext {
     }
     const attrs = normalizeAttributes(op, attributes);
     const requests = normalizeRequests(op, options);
-    if (op.inPlace !== undefined) checkCopyBack(inputs[op.inPlace], `${opType} input ${op.inputs[op.inPlace].name}`);
+    // every input, and each field of a plain one, read once: a getter may answer
+    // differently on a second read (a plain cache checked writable, then frozen at the
+    // write-back; a different object at each read of inputs[0])
+    const raw = Array.from(inputs);
+    const plain = raw.map(snapPlain);
+    if (op.inPlace !== undefined) checkCopyBack(plain[op.inPlace], `${opType} input ${op.inputs[op.inPlace].name}`);
     // a plain in-place input whose data views this memory: where that view is, so that the
     // write-back reaches it through the current buffer when the call grows the memory
-    const back = op.inPlace === undefined ? null : this.viewPlace(inputs[op.inPlace]);
+    const back = op.inPlace === undefined ? null : this.viewPlace(plain[op.inPlace]);
     // plain inputs whose data views this memory are copied before the first allocation
     // (which may grow the memory and detach them, a later input's view included)
-    const given = inputs.map((x) => this.detachablePlain(x));
+    const given = plain.map((x) => this.detachablePlain(x));
     const temps: Tensor[] = [];
     // outputs prepareOutputs allocates for this call: freed if the operator throws after
     // (a scratch request that runs out of memory), since the caller never receives them
@@ -196,8 +206,11 @@ export class Kernels implements TensorOwner, OpContext {
         }
         // that input is output 0: another input sharing its memory would be read as it is written
         const cache = ts[op.inPlace]!;
+        // a plain cache whose data views this memory is written back there: the bytes it
+        // views count as the cache (an input tensor under them would be overwritten)
+        const viewed = back ? { byteOffset: back.offset, byteLength: back.byteLength } : null;
         ts.forEach((x, i) => {
-          if (x && i !== op.inPlace && overlaps(x, cache)) {
+          if (x && i !== op.inPlace && (overlaps(x, cache) || (viewed && raw[i] instanceof Tensor && overlaps(x, viewed)))) {
             throw new KernelError('ALIASING', `${opType} input ${op.inputs[i].name}: overlaps ${op.inputs[op.inPlace!].name}, which the operator updates in place (output 0)`);
           }
         });
@@ -205,9 +218,9 @@ export class Kernels implements TensorOwner, OpContext {
       const out = op.run(this, ts, attrs, requests);
       const result: (Tensor | PlainTensor | null)[] = out;
       if (op.inPlace !== undefined) {
-        const src = inputs[op.inPlace];
+        const src = raw[op.inPlace];
         if (!(src instanceof Tensor)) {
-          const d = (src as PlainTensor).data;
+          const d = (plain[op.inPlace] as PlainTensor).data;
           copyBackInto(back && (d as TypedData).buffer !== this.memory.buffer ? new back.ctor(this.memory.buffer, back.offset, back.length) : d, ts[op.inPlace]!.data);
           result[0] = src as PlainTensor;
         }
@@ -442,11 +455,11 @@ export class Kernels implements TensorOwner, OpContext {
   }
 
   /** Where a plain input's data views this memory (constructor, byte offset, length), else null. */
-  private viewPlace(x: Input): { ctor: new (b: ArrayBuffer, offset: number, length: number) => TypedData; offset: number; length: number } | null {
+  private viewPlace(x: Input): { ctor: new (b: ArrayBuffer, offset: number, length: number) => TypedData; offset: number; length: number; byteLength: number } | null {
     if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return null;
     const d = (x as PlainTensor).data;
     if (!ArrayBuffer.isView(d) || d instanceof DataView || d.buffer !== this.memory.buffer) return null;
-    return { ctor: d.constructor as new (b: ArrayBuffer, offset: number, length: number) => TypedData, offset: d.byteOffset, length: (d as TypedData).length };
+    return { ctor: d.constructor as new (b: ArrayBuffer, offset: number, length: number) => TypedData, offset: d.byteOffset, length: (d as TypedData).length, byteLength: d.byteLength };
   }
 
   private assertAlive(): void {
@@ -462,10 +475,37 @@ export class Kernels implements TensorOwner, OpContext {
 function checkCopyBack(x: Input, what: string): void {
   if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object') return;
   const d = (x as PlainTensor).data;
+  const fail = (why: string): never => {
+    throw new KernelError('INVALID_ARGUMENT', `${what}: the operator updates it in place, so a plain input's data must be ${why}, got ${show(d)}`);
+  };
   const ok = ArrayBuffer.isView(d) ? !(d instanceof DataView) : Array.isArray(d) && !Object.isFrozen(d);
-  if (!ok) {
-    throw new KernelError('INVALID_ARGUMENT', `${what}: the operator updates it in place, so a plain input's data must be a typed array or a writable array to receive the result, got ${show(d)}`);
+  if (!ok) fail('a typed array or a writable array to receive the result');
+  if (d instanceof BigInt64Array || d instanceof BigUint64Array) {
+    // a bigint array takes only int64 / uint64 results back (2.5 has no bigint)
+    let name: string | undefined;
+    try {
+      name = dtypeInfo((x as PlainTensor).dtype ?? (x as { type?: unknown }).type, `${what}.dtype`).name;
+    } catch {
+      return; // the dtype is reported when the input is converted
+    }
+    if (name !== 'int64' && name !== 'uint64') fail(`able to hold ${name} values (a BigInt64Array / BigUint64Array holds int64 / uint64 ones)`);
+  } else if (Array.isArray(d)) {
+    // every element writable (defineProperty can make one read-only in an extensible
+    // array): each is written with its own value now, so the write-back cannot throw later
+    try {
+      for (let i = 0; i < d.length; i++) if (i in d) (d as unknown[])[i] = (d as unknown[])[i]; // (a hole is refused later)
+    } catch {
+      fail('a typed array or an array whose every element is writable');
+    }
   }
+}
+
+/** A plain input with each field read once (dtype or type, shape or dims, data); others as they are. */
+function snapPlain(x: Input): Input {
+  if (x === null || x === undefined || x instanceof Tensor || typeof x !== 'object' || !('data' in x)) return x;
+  const p = x as PlainTensor & { type?: unknown; dims?: unknown };
+  const dtype = p.dtype ?? p.type, shape = p.shape ?? p.dims, data = p.data;
+  return { dtype, shape, data } as PlainTensor;
 }
 
 function sameShape(a: readonly number[], b: readonly number[]): boolean {
@@ -474,7 +514,7 @@ function sameShape(a: readonly number[], b: readonly number[]): boolean {
   return true;
 }
 
-function overlaps(a: Tensor, b: Tensor): boolean {
+function overlaps(a: Tensor, b: Tensor | { byteOffset: number; byteLength: number }): boolean {
   if (a === b) return true;
   if (a.byteOffset < 0 || b.byteOffset < 0) return false;
   const aEnd = a.byteOffset + Math.max(a.byteLength, 1), bEnd = b.byteOffset + Math.max(b.byteLength, 1);
@@ -534,7 +574,7 @@ function coerceAttr(opName: string, name: string, spec: AttrSpec, v: unknown): A
   switch (spec.kind) {
     case 'int': {
       const n = typeof v === 'bigint' ? Number(v) : typeof v === 'boolean' ? Number(v) : v;
-      if (typeof n !== 'number' || !Number.isSafeInteger(n)) bad('an integer');
+      if (typeof n !== 'number' || !Number.isSafeInteger(n)) bad('an integer of magnitude below 2^53');
       out = n as number;
       break;
     }

@@ -163,12 +163,8 @@ function plainBigInt(v: unknown, signed: boolean): bigint | undefined {
   else if (typeof v === 'number') {
     if (!Number.isInteger(v)) return undefined;
     b = BigInt(v);
-  } else if (typeof v === 'string' && v.trim() !== '') {
-    try {
-      b = BigInt(v);
-    } catch {
-      return undefined;
-    }
+  } else if (typeof v === 'string' && /^\s*[+-]?\d+\s*$/.test(v)) {
+    b = BigInt(v); // decimal only: BigInt() alone also reads '0x10', '0b101', '0o17'
   } else return undefined;
   const ok = signed ? b >= -(2n ** 63n) && b < 2n ** 63n : b >= 0n && b < 2n ** 64n;
   return ok ? b : undefined;
@@ -200,6 +196,8 @@ export function toDataArray(info: DTypeInfo, count: number, data: unknown, what:
   }
   const A = info.array!;
   const bool = info.kind === 'bool';
+  // nothing to read (a detached typed array has length 0 too, and set() would throw on it)
+  if (want === 0) return new A(0) as TypedData;
   if (arr instanceof A && !bool) return arr as TypedData;
   const out = new A(want) as TypedData;
   if (out instanceof BigInt64Array || out instanceof BigUint64Array) {
@@ -208,6 +206,16 @@ export function toDataArray(info: DTypeInfo, count: number, data: unknown, what:
       const v = arr[i];
       const b = plainBigInt(v, signed);
       (out as BigInt64Array)[i] = b !== undefined ? b : bad(i, v, `an integer in the range of ${info.name}`);
+    }
+    return out;
+  }
+  if (bool && ArrayBuffer.isView(arr)) {
+    // any non-zero element is true, in any typed array (set() would take 256 modulo 256
+    // and truncate 0.5 first: an Int32Array [256] and a Float32Array [0.5] read as false)
+    for (let i = 0; i < want; i++) {
+      const v = arr[i] as number | bigint;
+      if (typeof v === 'number' && Number.isNaN(v)) bad(i, v, 'a boolean or number');
+      (out as Uint8Array)[i] = v != 0 ? 1 : 0;
     }
     return out;
   }
@@ -228,7 +236,6 @@ export function toDataArray(info: DTypeInfo, count: number, data: unknown, what:
     }
     return out;
   }
-  if (bool) for (let i = 0; i < want; i++) if ((out as Uint8Array)[i] > 1) (out as Uint8Array)[i] = 1;
   return out;
 }
 
@@ -239,11 +246,14 @@ export function copyBackInto(target: unknown, src: TypedData | string[]): void {
     (t as unknown as Float64Array).set(src as unknown as Float64Array);
     return;
   }
+  // an ordinary array's element keeps the type it was given as where that loses nothing (a
+  // numeric string gets the value's decimal text, a boolean a 0 / 1 value as a boolean), else
+  // it receives the data array's value: a uint8 cache given booleans took Boolean(7) = true
   for (let i = 0; i < src.length; i++) {
     const v = (src as ArrayLike<unknown>)[i];
     const old = t[i];
     if (typeof old === 'string' && typeof v !== 'string') t[i] = String(v);
-    else if (typeof old === 'boolean') t[i] = Boolean(v);
+    else if (typeof old === 'boolean' && (v === 0 || v === 1 || v === 0n || v === 1n)) t[i] = v == 1;
     else if (ArrayBuffer.isView(t) && !(t instanceof BigInt64Array || t instanceof BigUint64Array) && typeof v === 'bigint') t[i] = Number(v);
     else if ((t instanceof BigInt64Array || t instanceof BigUint64Array) && typeof v !== 'bigint') t[i] = BigInt(v as number);
     else t[i] = v;

@@ -171,6 +171,23 @@ describe('TensorScatter against the reference', () => {
     expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
   });
 
+  it('a plain cache given as an ordinary array keeps each element\'s type only where that loses nothing', () => {
+    // a uint8 cache given booleans took 7 back as Boolean(7) = true
+    const cases: [string, unknown[], unknown[], unknown[]][] = [
+      ['uint8', [true, true, false], [7], [7, true, false]],
+      ['uint8', [true, true, false], [0], [false, true, false]],
+      ['bool', [false, true, false], [1], [true, true, false]],
+      ['float32', ['1.5', 0, '0'], [2.5], ['2.5', 0, '0']],
+      ['int64', [5, '0'], [2n ** 60n + 1n], [2n ** 60n + 1n, '0']],
+      ['string', ['a', 'b'], ['z'], ['z', 'b']],
+    ];
+    for (const [dtype, data, upd, want] of cases) {
+      const plain = { dtype, shape: [1, data.length], data };
+      ek.run('TensorScatter', [plain, { dtype, shape: [1, 1], data: upd }, { dtype: 'int64', shape: [1], data: [0n] }], { axis: 1 });
+      expect(plain.data, dtype).toEqual(want);
+    }
+  });
+
   it('writes a plain cache whose data views the instance memory back there, even when the call grows the memory', async () => {
     // the copy of the plain cache grows the memory, which detaches the caller's view: the
     // write-back used to throw a TypeError (not a KernelError) and lose the result
@@ -268,6 +285,67 @@ describe('TRT_KVCacheUpdate against the reference', () => {
     const upd = ek.tensor('float32', [2, 1, 3, 1], [1, 2, 3, 4, 5, 6]);
     ek.run('TRT_KVCacheUpdate', [cache, upd, ek.tensor('int32', [2], [1, 0]), ek.tensor('int64', [3], [0n, 2n, 3n])]);
     expect(Array.from(cache.data as Float32Array)).toEqual([0, 1, 2, 0, 4, 0, 0, 0]);
+  });
+});
+
+describe('plain in-place caches: checked before the kernel runs, each field read once', () => {
+  const idx1 = { dtype: 'int64', shape: [1], data: [1n] };
+  it('a BigInt64Array cannot take float32 results back: INVALID_ARGUMENT before anything is written', () => {
+    // the write-back ran BigInt(2.5) after the kernel: a RangeError, the array half-written
+    const data = new BigInt64Array(3);
+    const before = ek.stats();
+    expectKernelError(() => ek.run('TensorScatter', [{ dtype: 'float32', shape: [1, 3, 1], data }, { dtype: 'float32', shape: [1, 2, 1], data: [2, 2.5] }]), 'INVALID_ARGUMENT', /int64 \/ uint64/);
+    expect(Array.from(data)).toEqual([0n, 0n, 0n]);
+    expect(ek.stats()).toEqual(before);
+    // an int64 cache in a BigInt64Array is fine
+    const ok = new BigInt64Array(3);
+    ek.run('TensorScatter', [{ dtype: 'int64', shape: [1, 3, 1], data: ok }, { dtype: 'int64', shape: [1, 1, 1], data: [5n] }, idx1]);
+    expect(Array.from(ok)).toEqual([0n, 5n, 0n]);
+  });
+
+  it('an ordinary array with a read-only element: INVALID_ARGUMENT before anything is written', () => {
+    const arr = [0, 0, 0];
+    Object.defineProperty(arr, 1, { value: 0, writable: false });
+    for (const op of ['TensorScatter', 'TRT_KVCacheUpdate']) {
+      expectKernelError(() => ek.run(op, [{ dtype: 'float32', shape: [1, 1, 3, 1], data: arr }, { dtype: 'float32', shape: [1, 1, 1, 1], data: [5] }, { dtype: op === 'TensorScatter' ? 'int64' : 'int32', shape: [1], data: [0] }]), 'INVALID_ARGUMENT', /writable/);
+      expect(arr).toEqual([0, 0, 0]);
+    }
+  });
+
+  it('inputs[0] and the plain cache\'s fields are read once: a getter that answers differently later changes nothing', () => {
+    // inputs[0] was read four times: the fourth read's tensor came back, disposed, and the
+    // update went nowhere the caller could see
+    const T = ek.tensor('float32', [1, 2, 1]);
+    const P = { dtype: 'float32', shape: [1, 2, 1], data: new Float32Array(2) };
+    let reads = 0;
+    const inputs: unknown[] = [null, { dtype: 'float32', shape: [1, 1, 1], data: [7] }];
+    Object.defineProperty(inputs, 0, { get() { reads++; return reads <= 1 ? P : T; } });
+    const [out] = ek.run('TensorScatter', inputs as never);
+    expect(out).toBe(P);
+    expect(reads).toBe(1);
+    expect(Array.from(P.data)).toEqual([7, 0]);
+    expect(Array.from(T.data as Float32Array)).toEqual([0, 0]);
+    // a data getter: writable array at the first read, a frozen one after
+    let dataReads = 0;
+    const good = [0, 0], frozen = Object.freeze([0, 0]);
+    const Q = { dtype: 'float32', shape: [1, 2, 1], get data() { dataReads++; return dataReads <= 1 ? good : frozen; } };
+    ek.run('TensorScatter', [Q, { dtype: 'float32', shape: [1, 1, 1], data: [3] }]);
+    expect(dataReads).toBe(1);
+    expect(good).toEqual([3, 0]);
+    T.dispose();
+  });
+
+  it('a plain cache viewing an input tensor\'s memory is ALIASING with it, as the tensor itself would be', () => {
+    const u = ek.tensor('float32', [1, 4, 1], [1, 2, 3, 4]);
+    expectKernelError(() => ek.run('TensorScatter', [u, u], { mode: 'circular' }), 'ALIASING');
+    expectKernelError(() => ek.run('TensorScatter', [{ dtype: 'float32', shape: [1, 4, 1], data: u.data }, u, idx1], { mode: 'circular' }), 'ALIASING', /overlaps/);
+    expect(Array.from(u.data as Float32Array)).toEqual([1, 2, 3, 4]);
+    // a view of a tensor that is not an input is written back into (README: views of the
+    // instance's memory are copied in and the result written back there)
+    const w = ek.tensor('float32', [1, 4, 1]);
+    ek.run('TensorScatter', [{ dtype: 'float32', shape: [1, 4, 1], data: w.data }, { dtype: 'float32', shape: [1, 1, 1], data: [9] }, idx1]);
+    expect(Array.from(w.data as Float32Array)).toEqual([0, 9, 0, 0]);
+    u.dispose(); w.dispose();
   });
 });
 

@@ -308,7 +308,29 @@ describe('host contract (audit of the public API against DESIGN / README)', () =
     const b = ek.tensor('bool', [3], [2, 255, 0]);
     expect(Array.from(b.data as Uint8Array)).toEqual([1, 1, 0]);
     expect(Array.from(ek.tensor('bool', [2], new Uint8Array([7, 0])).data as Uint8Array)).toEqual([1, 0]);
+    // any non-zero element of any typed array is true (set() took 256 modulo 256, truncated 0.5)
+    expect(Array.from(ek.tensor('bool', [3], new Int32Array([256, 512, 0])).data as Uint8Array)).toEqual([1, 1, 0]);
+    expect(Array.from(ek.tensor('bool', [4], new Float32Array([0.5, -0.5, -0, 2])).data as Uint8Array)).toEqual([1, 1, 0, 1]);
+    expect(Array.from(ek.tensor('bool', [2], new BigInt64Array([2n ** 40n, 0n])).data as Uint8Array)).toEqual([1, 0]);
+    expectKernelError(() => ek.tensor('bool', [1], new Float64Array([NaN])), 'INVALID_VALUE', /boolean or number/);
+    // 64-bit strings are decimal integers only (BigInt() alone read '0x10' as 16)
+    for (const v of ['0x10', '0b101', '0o17', '1e3', '1.0']) expectKernelError(() => ek.tensor('int64', [1], [v]), 'INVALID_VALUE');
+    expect(Array.from(ek.tensor('int64', [2], [' -12 ', '+7']).data as BigInt64Array)).toEqual([-12n, 7n]);
     expect(Array.from(ek.run('Cast', [b], { to: 'float32' })[0]!.data as Float32Array)).toEqual([1, 1, 0]);
+  });
+
+  it('a detached typed array with a zero-element shape is empty data: no TypeError, no leaked tensor', () => {
+    const a = new Float32Array(4);
+    structuredClone(a.buffer, { transfer: [a.buffer] });
+    const before = ek.stats();
+    const t = ek.tensor('float32', [0], a);
+    expect(t.size).toBe(0);
+    t.dispose();
+    const [y] = ek.run('Cast', [{ dtype: 'float32', shape: [0], data: a }], { to: 'int32' });
+    y!.dispose();
+    expect(ek.stats().tensorsLive).toBe(before.tensorsLive);
+    expect(ek.stats().bytesInUse).toBe(before.bytesInUse);
+    expectKernelError(() => ek.tensor('float32', [2], a), 'INVALID_SHAPE');
   });
 
   it('init: wasm that cannot be read is INVALID_ARGUMENT; a small maximumMemory alone is accepted', async () => {
