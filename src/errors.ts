@@ -41,5 +41,9 @@ export function show(v: unknown): string {
   if (typeof v === 'string') return JSON.stringify(v);
   if (typeof v === 'bigint') return `${v}`;
   if (ArrayBuffer.isView(v)) return `${v.constructor.name}(${(v as unknown as ArrayLike<unknown>).length})`;
-  return String(v);
+  try {
+    return String(v);
+  } catch {
+    return Object.prototype.toString.call(v); // no toString (a null-prototype object, wasm exports)
+  }
 }

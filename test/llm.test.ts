@@ -683,10 +683,27 @@ describe('Llama forward and generation', () => {
     arg(() => pkg.Tokenizer.parse(null as never, V), /Uint8Array/);
     for (const n of [NaN, 0, -3, 1.5]) arg(() => pkg.Tokenizer.parse(tokenizer, n), /Tokenizer.parse vocabSize/);
     for (const t of [123, null, undefined, ['a']]) arg(() => tok.encode(t as never), /Tokenizer.encode text: expected a string or a Uint8Array/);
+    arg(() => new pkg.Tokenizer(5 as never, [], 0), /Tokenizer vocab: expected an array of Uint8Arrays/);
+    arg(() => new pkg.Tokenizer(['a'] as never, [0], 0), /Tokenizer vocab\[0\]: expected a Uint8Array/);
+    arg(() => new pkg.Tokenizer([new Uint8Array(1)], null as never, 0), /Tokenizer scores: expected an array of numbers/);
+    arg(() => new pkg.Tokenizer([new Uint8Array(1)], ['x'] as never, 0), /Tokenizer scores\[0\]: expected a number/);
+    expectKernelError(() => new pkg.Tokenizer([new Uint8Array(1)], [], 0), 'INVALID_SHAPE', /one per token/);
+    arg(() => new pkg.Tokenizer([new Uint8Array(1)], [0], -1), /Tokenizer maxTokenLength/);
+    arg(() => pkg.Tokenizer.write(null as never, []), /Tokenizer.write vocab/);
+    arg(() => pkg.Tokenizer.write([new Uint8Array(1)], [0], 2 ** 31), /Tokenizer.write maxTokenLength/);
+    expect(pkg.Tokenizer.parse(pkg.Tokenizer.write(tok.vocab, tok.scores, tok.maxTokenLength), V).vocab).toEqual(tok.vocab);
+    // the rows16 packing helpers
+    const w = new Float32Array(6);
+    arg(() => pkg.packRows16(null as never, 2, 3, w), /packRows16 src: expected a Float32Array/);
+    arg(() => pkg.packRows16(w, 2, 3, [] as never), /packRows16 dst: expected a Float32Array/);
+    arg(() => pkg.packRows16(w, -1, 3, w.slice()), /packRows16 d: expected an integer >= 0/);
+    arg(() => pkg.unpackRow16(w, 0, 2, 3, 2, new Float32Array(3)), /unpackRow16 row: expected an integer below d = 2/);
+    expectKernelError(() => pkg.unpackRow16(w, 1, 2, 3, 0, new Float32Array(3)), 'INVALID_SHAPE', /unpackRow16 p/);
     // Llama: the checkpoint's type and every option before the weights are loaded
     const before = ek.stats();
     arg(() => new pkg.Llama(ek, model.buffer as never), /Llama checkpoint: expected the file's bytes as a Uint8Array/);
     arg(() => new pkg.Llama(ek, null as never), /Llama checkpoint/);
+    for (const e of [null, {}, ek.exports]) arg(() => new pkg.Llama(e as never, model), /Llama ek: expected the instance init\(\) returns/);
     arg(() => new pkg.Llama(ek, model, { cachDtype: 'float16' } as never), /Llama options: unknown option "cachDtype"/);
     expectKernelError(() => new pkg.Llama(ek, model, { cacheDtype: 'int4' }), 'INVALID_DTYPE', /kvCache dtype/);
     expect(ek.stats()).toEqual(before); // memory did not grow for weights that were never used

@@ -20,7 +20,7 @@
  */
 import { dtypeInfo } from '../dtypes.js';
 import { KernelError, knownOptions, show } from '../errors.js';
-import type { Kernels } from '../kernels.js';
+import { Kernels } from '../kernels.js';
 import { type KVCache, storageDtype } from '../kvcache.js';
 import { Tensor } from '../tensor.js';
 import {
@@ -97,6 +97,7 @@ export class Llama {
   /** Loads a llama2.c checkpoint (its bytes) into the instance. */
   constructor(ek: Kernels, checkpoint: Uint8Array, opts: LlamaOptions = {}) {
     // every argument checked before the weights are loaded (memory that grew for them stays)
+    if (!(ek instanceof Kernels)) throw new KernelError('INVALID_ARGUMENT', `Llama ek: expected the instance init() returns, got ${show(ek)}`);
     if (!(checkpoint instanceof Uint8Array)) throw new KernelError('INVALID_ARGUMENT', `Llama checkpoint: expected the file's bytes as a Uint8Array, got ${show(checkpoint)}`);
     if (opts === null || typeof opts !== 'object') throw new KernelError('INVALID_ARGUMENT', `Llama options: expected an object, got ${show(opts)}`);
     knownOptions(opts, ['seqLen', 'cacheDtype', 'quantize', 'groupSize'], 'Llama options');

@@ -6,9 +6,15 @@
  *     P[16·b·n + j·h + r] = W[16b + r, j]
  * The packed matrix has exactly d·n floats, so it can replace W where W was.
  */
-import { KernelError } from '../errors.js';
+import { KernelError, show } from '../errors.js';
 
 const BLOCK = 16;
+
+/** A Float32Array, and non-negative integer sizes and offsets (KernelError otherwise). */
+function checkArgs(name: string, arrays: [string, unknown][], ints: [string, unknown][]): void {
+  for (const [k, a] of arrays) if (!(a instanceof Float32Array)) throw new KernelError('INVALID_ARGUMENT', `${name} ${k}: expected a Float32Array, got ${show(a)}`);
+  for (const [k, v] of ints) if (!Number.isSafeInteger(v) || (v as number) < 0) throw new KernelError('INVALID_ARGUMENT', `${name} ${k}: expected an integer >= 0, got ${show(v)}`);
+}
 
 function checkSizes(name: string, have: number, need: number): void {
   if (have < need) throw new KernelError('INVALID_SHAPE', `${name}: expected at least ${need} floats, got ${have}`);
@@ -19,6 +25,7 @@ function checkSizes(name: string, have: number, need: number): void {
  * layout. `src` and `dst` must not overlap (pack in place through a copy).
  */
 export function packRows16(src: Float32Array, d: number, n: number, dst: Float32Array, srcAt = 0, dstAt = 0): void {
+  checkArgs('packRows16', [['src', src], ['dst', dst]], [['d', d], ['n', n], ['srcAt', srcAt], ['dstAt', dstAt]]);
   checkSizes('packRows16 src', src.length - srcAt, d * n);
   checkSizes('packRows16 dst', dst.length - dstAt, d * n);
   let o = dstAt;
@@ -33,6 +40,10 @@ export function packRows16(src: Float32Array, d: number, n: number, dst: Float32
 
 /** Copies row `row` of a rows16-packed W[d, n] (at `at` in `p`) to `out` from `outAt` (n floats). */
 export function unpackRow16(p: Float32Array, at: number, d: number, n: number, row: number, out: Float32Array, outAt = 0): void {
+  checkArgs('unpackRow16', [['p', p], ['out', out]], [['at', at], ['d', d], ['n', n], ['row', row], ['outAt', outAt]]);
+  if (row >= d) throw new KernelError('INVALID_ARGUMENT', `unpackRow16 row: expected an integer below d = ${d}, got ${row}`);
+  checkSizes('unpackRow16 p', p.length - at, d * n);
+  checkSizes('unpackRow16 out', out.length - outAt, n);
   const b = row - (row % BLOCK);
   const h = Math.min(BLOCK, d - b);
   for (let j = 0, s = at + b * n + (row - b); j < n; j++, s += h) out[outAt + j] = p[s];

@@ -28,6 +28,20 @@ function cString(b: Uint8Array): Uint8Array {
   return z < 0 ? b : b.subarray(0, z);
 }
 
+/** vocab: an array of Uint8Arrays; scores: numbers, one per token (KernelError otherwise). */
+function checkVocab(what: string, vocab: unknown, scores: unknown): void {
+  if (!Array.isArray(vocab)) throw new KernelError('INVALID_ARGUMENT', `${what} vocab: expected an array of Uint8Arrays, got ${show(vocab)}`);
+  const bad = vocab.findIndex((v) => !(v instanceof Uint8Array));
+  if (bad >= 0) throw new KernelError('INVALID_ARGUMENT', `${what} vocab[${bad}]: expected a Uint8Array, got ${show(vocab[bad])}`);
+  const ok = scores !== null && typeof scores === 'object' && typeof (scores as ArrayLike<unknown>).length === 'number';
+  if (!ok) throw new KernelError('INVALID_ARGUMENT', `${what} scores: expected an array of numbers, got ${show(scores)}`);
+  const sc = scores as ArrayLike<unknown>;
+  if (sc.length !== vocab.length) throw new KernelError('INVALID_SHAPE', `${what} scores: expected ${vocab.length} (one per token), got ${sc.length}`);
+  for (let i = 0; i < sc.length; i++) {
+    if (typeof sc[i] !== 'number') throw new KernelError('INVALID_ARGUMENT', `${what} scores[${i}]: expected a number, got ${show(sc[i])}`);
+  }
+}
+
 export class Tokenizer {
   readonly vocab: Uint8Array[];
   readonly scores: Float32Array;
@@ -35,6 +49,10 @@ export class Tokenizer {
   private readonly ids = new Map<string, number>();
 
   constructor(vocab: Uint8Array[], scores: ArrayLike<number>, maxTokenLength: number) {
+    checkVocab('Tokenizer', vocab, scores);
+    if (!Number.isSafeInteger(maxTokenLength) || maxTokenLength < 0) {
+      throw new KernelError('INVALID_ARGUMENT', `Tokenizer maxTokenLength: expected an integer >= 0, got ${show(maxTokenLength)}`);
+    }
     this.vocab = vocab.map(cString);
     this.scores = Float32Array.from(scores);
     this.maxTokenLength = maxTokenLength;
@@ -73,6 +91,10 @@ export class Tokenizer {
 
   /** Serializes in the tokenizer.bin format. */
   static write(vocab: Uint8Array[], scores: ArrayLike<number>, maxTokenLength?: number): Uint8Array {
+    checkVocab('Tokenizer.write', vocab, scores);
+    if (maxTokenLength !== undefined && !(Number.isInteger(maxTokenLength) && maxTokenLength >= -(2 ** 31) && maxTokenLength < 2 ** 31)) {
+      throw new KernelError('INVALID_ARGUMENT', `Tokenizer.write maxTokenLength: expected an int32 or undefined, got ${show(maxTokenLength)}`);
+    }
     const max = maxTokenLength ?? vocab.reduce((m, v) => Math.max(m, v.length), 0);
     const size = 4 + vocab.reduce((n, v) => n + 8 + v.length, 0);
     const out = new Uint8Array(size);
