@@ -26,14 +26,14 @@ export async function time(fn, { minMs = 300, maxRuns = 200, minRuns = 5, warmMs
 
 /**
  * Times `impls` ([{ fn }], the first the reference) in interleaved rounds: each first runs for
- * `warmMs` (so V8's optimizing tier is measured), then every round runs each impl `perRound`
+ * at least 3 calls and `warmMs` (so V8's optimizing tier is measured), then every round runs each impl `perRound`
  * times in turn. Sets `samples` (every run, ms) and `roundMs` (each round's median) on each
  * impl, and returns them.
  */
 export async function interleave(impls, { warmMs, rounds, perRound = 1 }) {
   for (const m of impls) {
     const t0 = performance.now();
-    while (performance.now() - t0 < warmMs) await m.fn();
+    for (let i = 0; i < 3 || performance.now() - t0 < warmMs; i++) await m.fn();
     m.samples = [];
     m.roundMs = [];
   }
@@ -62,6 +62,39 @@ export function pairedRatio(a, ref) {
   return median(a.roundMs.map((t, i) => t / ref.roundMs[i]));
 }
 
+/**
+ * Whether `got` matches `want` element by element (array-likes of numbers or bigints):
+ * |got[i] − want[i]| ≤ tol(i) (a number, or a function of the index), NaN matching NaN.
+ * `idx` (optional) lists the indices to compare, for a sample of a large output. On the first
+ * mismatch it prints a `# <label>: …` line to stderr and returns false. The benches check
+ * every implementation's output with it before timing: ours must match (a bench of a wrong
+ * output throws), and a peer that computes something else is left out, never compared.
+ */
+export function agrees(label, got, want, tol = 0, idx = null) {
+  const n = idx ? idx.length : want.length;
+  if (!idx && got.length !== want.length) {
+    console.error(`# ${label}: ${got.length} values, expected ${want.length}`);
+    return false;
+  }
+  for (let k = 0; k < n; k++) {
+    const i = idx ? idx[k] : k;
+    const a = Number(got[i]), b = Number(want[i]);
+    const t = typeof tol === 'function' ? tol(i) : tol;
+    if (a === b || (Number.isNaN(a) && Number.isNaN(b)) || Math.abs(a - b) <= t) continue;
+    console.error(`# ${label}: element ${i} is ${a}, expected ${b} (tolerance ${t})`);
+    return false;
+  }
+  return true;
+}
+
+/** Every `step`-th index below n, and the last: the sample `agrees` checks of a large output. */
+export function sampleIdx(n, count = 4096) {
+  const step = Math.max(1, Math.floor(n / count)), out = [];
+  for (let i = 0; i < n; i += step) out.push(i);
+  if (n > 0 && out[out.length - 1] !== n - 1) out.push(n - 1);
+  return out;
+}
+
 /** { median, p10, p90, runs } of samples (ms). */
 export function stats(samples) {
   const xs = samples.slice().sort((a, b) => a - b);
@@ -88,6 +121,12 @@ export function copyBuffers(bytes) {
   const buf = new Uint8Array(stride + bytes);
   const src = buf.subarray(0, bytes).fill(1);
   return { src, dst: buf.subarray(stride, stride + bytes) };
+}
+
+/** A memcpy row's function for `compare`: one TypedArray.prototype.set of `bytes` bytes (copyBuffers). */
+export function copier(bytes) {
+  const { src, dst } = copyBuffers(bytes);
+  return () => dst.set(src);
 }
 
 /** The bandwidth limit: TypedArray.prototype.set of `bytes` bytes (read + written = 2·bytes of traffic). */
@@ -199,8 +238,11 @@ export async function makeHarness(ek, rows) {
     memcpy,
     reader,
     copyBuffers,
+    copier,
     interleave,
     pairedRatio,
+    agrees,
+    sampleIdx,
     stats,
     onnxModel,
     ort: { web, node },
@@ -218,6 +260,27 @@ export async function makeHarness(ek, rows) {
       if (note) row.note = note;
       rows.push(row);
       console.log(JSON.stringify(row));
+    },
+    /**
+     * Times `impls` ([{ impl, fn, per?, bytes?, flops?, note? }], ours first) in interleaved
+     * rounds (`interleave`) and emits one row per impl with its paired ratio to ours. `per`:
+     * operations per fn() call (a loop of 2,000 decode appends: 2000); its times are divided
+     * by it, so rows and ratios are per operation. `opts`: interleave's (rounds, warmMs,
+     * perRound), defaults 15 rounds after 500 ms of warm-up (200 ms and 6 rounds with
+     * BENCH_FAST=1).
+     */
+    async compare(suite, name, impls, opts = {}) {
+      const fast = process.env.BENCH_FAST === '1';
+      await interleave(impls, { warmMs: fast ? 200 : 500, rounds: fast ? 6 : 15, ...opts });
+      for (const m of impls) {
+        const k = m.per ?? 1;
+        m.samples = m.samples.map((t) => t / k);
+        m.roundMs = m.roundMs.map((t) => t / k);
+      }
+      for (const m of impls) {
+        this.emit({ suite, case: name, impl: m.impl, stats: stats(m.samples), bytes: m.bytes, flops: m.flops, note: m.note, paired: pairedRatio(m, impls[0]) });
+      }
+      return impls;
     },
   };
 }

@@ -38,22 +38,9 @@ function decodeStep(ek, OPS) {
   // bytes: new rows written + (with attention) the cache rows read
   const bytes = 2 * 2 * H * D * 4 + (attention ? 2 * (filled + 1) * H * D * 4 : 0);
   const flops = attention ? 4 * (filled + 1) * H * D : 0;
-  return { run, bytes, flops, attention };
-}
-
-/** Minimal timer for the child process (same statistics as the harness: median, p10, p90). */
-function timeSync(fn, minMs = 300, maxRuns = 200) {
-  const xs = [];
-  const t0 = performance.now();
-  for (let i = 0; i < 3; i++) fn();
-  while (xs.length < 5 || (performance.now() - t0 < minMs && xs.length < maxRuns)) {
-    const a = performance.now();
-    fn();
-    xs.push(performance.now() - a);
-  }
-  xs.sort((a, b) => a - b);
-  const q = (p) => xs[Math.min(xs.length - 1, Math.floor(p * xs.length))];
-  return { median: q(0.5), p10: q(0.1), p90: q(0.9), runs: xs.length };
+  // the step's result: the attention output, or the cache row the update wrote
+  const output = () => (attention ? new Float32Array(y.data) : new Float32Array(kCache.data).subarray(filled * D, (filled + 1) * D));
+  return { run, bytes, flops, attention, output };
 }
 
 export default async function (h) {
@@ -99,17 +86,23 @@ export default async function (h) {
     h.emit({ suite: 'init', case: 'fresh process: first decode step after init (lazy kernel compilation)', impl: 'edgekernels', stats: summary(fresh.firstStep) });
   }
 
-  // ---- builds, in this process ----
+  // ---- builds, in this process: one instance each, interleaved (h.compare: paired ratios to
+  // the simd build); each step's output checked against the simd build's first ----
   const label = (step) => `decode step (${step.attention ? 'KV update + TRT_Attention' : 'KV update'}, 8×128, cache 512/1024)`;
-  // two rounds over the builds, the first only warms the engine up; the second is reported
   const builds = ['simd', 'scalar', 'relaxed'].filter((b) => pkg.engineSupports(b));
-  for (const [i, build] of [...builds, ...builds].entries()) {
-    const ek = await init({ build });
-    const step = decodeStep(ek, OPS);
-    const stats = i < builds.length ? timeSync(step.run, 100) : await h.time(step.run, { minMs: 300, maxRuns: 2000 });
-    if (i >= builds.length) h.emit({ suite: 'builds', case: label(step), impl: build === 'simd' ? 'edgekernels' : `edgekernels-${build}`, stats, bytes: step.bytes, flops: step.flops || undefined });
-    ek.dispose();
+  const eks = await Promise.all(builds.map((build) => init({ build })));
+  const steps = eks.map((ek) => decodeStep(ek, OPS));
+  const outs = steps.map((st) => { st.run(); return st.output(); });
+  for (let i = 1; i < outs.length; i++) {
+    if (!h.agrees(`builds: ${builds[i]} decode step against simd`, outs[i], outs[0], 1e-5)) throw new Error(`runtime bench: the ${builds[i]} build's decode step differs`);
   }
+  // a run of 20 steps per call: one step (~40 µs) is near the timer's resolution
+  const K = 20;
+  await h.compare('builds', label(steps[0]), builds.map((build, i) => ({
+    impl: build === 'simd' ? 'edgekernels' : `edgekernels-${build}`, fn: () => { for (let k = 0; k < K; k++) steps[i].run(); }, per: K,
+    bytes: steps[i].bytes, flops: steps[i].flops || undefined,
+  })), { rounds: 30 });
+  eks.forEach((ek) => ek.dispose());
 
   // ---- simd vs relaxed where Node needs a flag for it ----
   if (!pkg.engineSupports('relaxed')) {
@@ -117,7 +110,7 @@ export default async function (h) {
     for (const line of (r.stdout ?? '').split('\n')) {
       if (!line.startsWith('{')) continue;
       const x = JSON.parse(line);
-      h.emit({ suite: 'builds (node --experimental-wasm-relaxed-simd)', case: x.case, impl: x.build === 'simd' ? 'edgekernels' : `edgekernels-${x.build}`, stats: x.stats, bytes: x.bytes, flops: x.flops || undefined });
+      h.emit({ suite: 'builds (node --experimental-wasm-relaxed-simd)', case: x.case, impl: x.build === 'simd' ? 'edgekernels' : `edgekernels-${x.build}`, stats: x.stats, bytes: x.bytes, flops: x.flops || undefined, paired: x.paired });
     }
     if (r.status !== 0) console.error(`relaxed child failed: ${r.stderr}`);
   }
@@ -125,14 +118,20 @@ export default async function (h) {
 
 if (process.argv.includes('--relaxed-child')) {
   const { init, OPS } = await import(join(dist, 'index.js'));
-  // two rounds, the first only warms the engine up; the second is reported
-  for (const [i, build] of ['simd', 'relaxed', 'simd', 'relaxed'].entries()) {
-    const ek = await init({ build });
-    const step = decodeStep(ek, OPS);
-    const stats = timeSync(step.run);
-    if (i >= 2) console.log(JSON.stringify({ build, case: `decode step (${step.attention ? 'KV update + TRT_Attention' : 'KV update'}, 8×128, cache 512/1024)`, stats, bytes: step.bytes, flops: step.flops }));
-    ek.dispose();
-  }
+  const { interleave, pairedRatio, stats } = await import('./harness.mjs');
+  // simd and relaxed instances side by side, interleaved as h.compare does (paired ratios)
+  const builds = ['simd', 'relaxed'];
+  const eks = await Promise.all(builds.map((build) => init({ build })));
+  const steps = eks.map((ek) => decodeStep(ek, OPS));
+  const K = 20;
+  const impls = await interleave(steps.map((st) => ({ fn: () => { for (let k = 0; k < K; k++) st.run(); } })), { warmMs: 500, rounds: 30 });
+  impls.forEach((m, i) => {
+    const per = (xs) => xs.map((t) => t / K);
+    m.samples = per(m.samples); m.roundMs = per(m.roundMs);
+    const st = steps[i];
+    console.log(JSON.stringify({ build: builds[i], case: `decode step (${st.attention ? 'KV update + TRT_Attention' : 'KV update'}, 8×128, cache 512/1024)`, stats: stats(m.samples), bytes: st.bytes, flops: st.flops, paired: pairedRatio(m, impls[0]) }));
+  });
+  eks.forEach((ek) => ek.dispose());
 }
 
 if (process.argv.includes('--fresh-child')) {

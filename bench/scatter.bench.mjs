@@ -4,13 +4,20 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
-const per = (s, k) => ({ median: s.median / k, p10: s.p10 / k, p90: s.p90 / k, runs: s.runs });
+// Every case times its implementations in interleaved rounds (h.compare: paired ratios, per
+// operation) after checking their outputs: our written rows hold the update (the prefill's
+// whole cache is compared); each peer's present holds the update at the index and the old
+// (zero) cache elsewhere (a peer that computes something else is left out).
+
+/** The row pattern of update row s, head h, element d: distinct per row, exact in float32. */
+const pat = (h, s, d) => ((h * 131 + s * 17 + d) % 251) - 125;
 
 export default async function (h) {
   const { ek } = h;
   const H = 8, D = 128;
 
-  const peers = async (suite, name, C, S, bytes) => {
+  /** [{ impl, fn }] for the ORT peers writing `update` into a zero cache at C − S, checked. */
+  const peers = async (label, C, S, updateData) => {
     const model = h.onnxModel({
       op: 'TensorScatter', opset: 24,
       inputs: [{ name: 'cache', dtype: 'float32', shape: [1, H, C, D] }, { name: 'update', dtype: 'float32', shape: [1, H, S, D] }, { name: 'idx', dtype: 'int64', shape: [1] }],
@@ -19,22 +26,44 @@ export default async function (h) {
     });
     const feeds = {
       cache: { dtype: 'float32', shape: [1, H, C, D], data: new Float32Array(H * C * D) },
-      update: { dtype: 'float32', shape: [1, H, S, D], data: new Float32Array(H * S * D).fill(1) },
+      update: { dtype: 'float32', shape: [1, H, S, D], data: updateData },
       idx: { dtype: 'int64', shape: [1], data: BigInt64Array.of(BigInt(C - S)) },
     };
+    const want = wantCache(C, S, updateData);
+    const out = [];
     for (const impl of ['web', 'node']) {
       const peer = h.ort[impl];
       if (!peer) continue;
       const run = (await peer.session(model)).prepare(feeds);
-      h.emit({ suite, case: name, impl: `ort-${impl}`, stats: await h.time(run, { minMs: 400, maxRuns: 60 }), bytes });
+      const r = await run();
+      if (!h.agrees(`ort-${impl} ${label}: present`, r.present.data, want)) continue;
+      out.push({ impl: `ort-${impl}`, fn: run });
+    }
+    return out;
+  };
+  /** A zero [1, H, C, D] cache with `updateData` ([1, H, S, D]) written at C − S. */
+  const wantCache = (C, S, updateData) => {
+    const want = new Float32Array(H * C * D);
+    for (let hh = 0; hh < H; hh++) want.set(updateData.subarray(hh * S * D, (hh + 1) * S * D), (hh * C + C - S) * D);
+    return want;
+  };
+  const expectRows = (label, cache, C, S, at, updateData) => {
+    const got = cache.data;
+    for (let hh = 0; hh < H; hh++) {
+      const o = (hh * C + at) * D;
+      if (!h.agrees(`edgekernels ${label}: head ${hh}`, got.subarray(o, o + S * D), updateData.subarray(hh * S * D, (hh + 1) * S * D))) {
+        throw new Error(`scatter bench: our ${label} output is wrong`);
+      }
     }
   };
 
-  // Decode: append one token per step; the position cycles through the cache.
+  // Decode: append one token per step; the position cycles through the cache. One fn() call
+  // is K appends (a 1.2 µs append is below the timer's resolution), reported per append.
   for (const C of [1024, 4096, 16384]) {
     const cache = ek.tensor('float32', [1, H, C, D]);
     const step = ek.tensor('float32', [1, H, 1, D]);
-    step.data.fill(1);
+    const sd = new Float32Array(H * D).map((_, i) => pat(i >> 7, 0, i & 127));
+    step.data.set(sd);
     const idx = ek.tensor('int64', [1]);
     const K = 2000;
     let pos = 0;
@@ -46,12 +75,15 @@ export default async function (h) {
         pos = pos + 1 === C ? 0 : pos + 1;
       }
     };
-    const bytes = 2 * H * D * 4;
     const name = `decode append 1 token, cache (1,8,${C},128) f32`;
-    h.emit({ suite: 'TensorScatter', case: name, impl: 'edgekernels', stats: per(await h.time(loop, { minMs: 400 }), K), bytes });
-    const { src, dst } = h.copyBuffers(H * D * 4);
-    h.emit({ suite: 'TensorScatter', case: name, impl: 'memcpy', stats: per(await h.time(() => { for (let k = 0; k < K; k++) dst.set(src); }), K), bytes });
-    await peers('TensorScatter', name, C, 1, bytes);
+    loop();
+    expectRows(name, cache, C, 1, (pos + C - 1) % C, sd);
+    const copy = h.copier(H * D * 4);
+    await h.compare('TensorScatter', name, [
+      { impl: 'edgekernels', fn: loop, per: K },
+      { impl: 'memcpy', fn: () => { for (let k = 0; k < K; k++) copy(); }, per: K },
+      ...await peers(name, C, 1, sd),
+    ].map((m) => ({ ...m, bytes: 2 * H * D * 4 })));
     cache.dispose(); step.dispose(); idx.dispose();
   }
 
@@ -59,14 +91,18 @@ export default async function (h) {
   {
     const C = 4096, S = 512;
     const cache = ek.tensor('float32', [1, H, C, D]);
-    const upd = ek.tensor('float32', [1, H, S, D]);
-    upd.data.fill(1);
+    const ud = new Float32Array(H * S * D).map((_, i) => pat((i / (S * D)) | 0, ((i / D) | 0) % S, i % D));
+    const upd = ek.tensor('float32', [1, H, S, D], ud);
     const idx = ek.tensor('int64', [1], [BigInt(C - S)]);
-    const bytes = 2 * H * S * D * 4;
     const name = `prefill write 512 tokens, cache (1,8,4096,128) f32`;
-    h.emit({ suite: 'TensorScatter', case: name, impl: 'edgekernels', stats: await h.time(() => ek.run('TensorScatter', [cache, upd, idx]), { minMs: 500 }), bytes });
-    h.emit({ suite: 'TensorScatter', case: name, impl: 'memcpy', stats: await h.memcpy(H * S * D * 4, { minMs: 500 }), bytes });
-    await peers('TensorScatter', name, C, S, bytes);
+    const run = () => ek.run('TensorScatter', [cache, upd, idx]);
+    run();
+    if (!h.agrees(`edgekernels ${name}`, cache.data, wantCache(C, S, ud))) throw new Error('scatter bench: our prefill write is wrong');
+    await h.compare('TensorScatter', name, [
+      { impl: 'edgekernels', fn: run },
+      { impl: 'memcpy', fn: h.copier(H * S * D * 4) },
+      ...await peers(name, C, S, ud),
+    ].map((m) => ({ ...m, bytes: 2 * H * S * D * 4 })));
     cache.dispose(); upd.dispose(); idx.dispose();
   }
 
@@ -75,15 +111,32 @@ export default async function (h) {
     const B = 8, C = 4096;
     const cache = ek.tensor('float32', [B, H, C, D]);
     const T = 36;
-    const upd = ek.tensor('float32', [T, H, D]);
-    const lens = ek.tensor('int32', [B + 1], [0, 1, 3, 6, 10, 15, 21, 28, 36]);
-    const idx = ek.tensor('int32', [B], [0, 100, 200, 300, 400, 500, 600, 700]);
+    const ud = new Float32Array(T * H * D).map((_, i) => pat(((i / D) | 0) % H, (i / (H * D)) | 0, i % D));
+    const upd = ek.tensor('float32', [T, H, D], ud);
+    const cum = [0, 1, 3, 6, 10, 15, 21, 28, 36], starts = [0, 100, 200, 300, 400, 500, 600, 700];
+    const lens = ek.tensor('int32', [B + 1], cum);
+    const idx = ek.tensor('int32', [B], starts);
     const K = 500;
     const name = 'packed update, 8 sequences x 1..8 tokens, cache (8,8,4096,128) f32';
-    const stats = per(await h.time(() => { for (let k = 0; k < K; k++) ek.run('TRT_KVCacheUpdate', [cache, upd, idx, lens], { update_form: 'packed_nhd' }); }, { minMs: 400 }), K);
-    h.emit({ suite: 'TRT_KVCacheUpdate', case: name, impl: 'edgekernels', stats, bytes: 2 * T * H * D * 4 });
-    const { src, dst } = h.copyBuffers(T * H * D * 4);
-    h.emit({ suite: 'TRT_KVCacheUpdate', case: name, impl: 'memcpy', stats: per(await h.time(() => { for (let k = 0; k < K; k++) dst.set(src); }), K), bytes: 2 * T * H * D * 4 });
+    const loop = () => { for (let k = 0; k < K; k++) ek.run('TRT_KVCacheUpdate', [cache, upd, idx, lens], { update_form: 'packed_nhd' }); };
+    loop();
+    // sequence b's token t (packed row cum[b] + t) lands at cache[b, h, starts[b] + t]
+    const got = cache.data;
+    for (let b = 0; b < B; b++) {
+      for (let t = cum[b]; t < cum[b + 1]; t++) {
+        for (let hh = 0; hh < H; hh++) {
+          const o = ((b * H + hh) * C + starts[b] + t - cum[b]) * D;
+          if (!h.agrees(`edgekernels ${name}: sequence ${b}, token ${t - cum[b]}, head ${hh}`, got.subarray(o, o + D), ud.subarray((t * H + hh) * D, (t * H + hh + 1) * D))) {
+            throw new Error('scatter bench: our packed update is wrong');
+          }
+        }
+      }
+    }
+    const copy = h.copier(T * H * D * 4);
+    await h.compare('TRT_KVCacheUpdate', name, [
+      { impl: 'edgekernels', fn: loop, per: K },
+      { impl: 'memcpy', fn: () => { for (let k = 0; k < K; k++) copy(); }, per: K },
+    ].map((m) => ({ ...m, bytes: 2 * T * H * D * 4 })));
     cache.dispose(); upd.dispose(); lens.dispose(); idx.dispose();
   }
 

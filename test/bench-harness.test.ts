@@ -2,7 +2,7 @@
 // decode-loop tables report it, so its arithmetic and its round order are tested here.
 import { describe, expect, it } from 'vitest';
 // @ts-expect-error: plain JavaScript module without types
-import { interleave, pairedRatio, stats } from '../bench/harness.mjs';
+import { agrees, interleave, pairedRatio, sampleIdx, stats } from '../bench/harness.mjs';
 
 describe('bench harness', () => {
   it('pairedRatio is the median of the per-round ratios, not the ratio of medians', () => {
@@ -19,7 +19,8 @@ describe('bench harness', () => {
     const log: string[] = [];
     const impls = ['a', 'b', 'c'].map((name) => ({ name, fn: () => { log.push(name); } }));
     await interleave(impls, { warmMs: 0, rounds: 3, perRound: 2 });
-    // warm-up: at least one call each (the loop runs until warmMs has passed, checked after a call)
+    // warm-up: at least three calls each, then until warmMs has passed
+    expect(log.slice(0, 9).join('')).toBe('aaabbbccc');
     const timed = log.slice(log.length - 18);
     expect(timed.join('')).toBe('aabbcc'.repeat(3));
     for (const m of impls as any[]) {
@@ -27,6 +28,31 @@ describe('bench harness', () => {
       expect(m.roundMs).toHaveLength(3);
       for (const t of m.samples) expect(t).toBeGreaterThanOrEqual(0);
     }
+  });
+
+  it('agrees compares within a tolerance (a number or a function of the index), NaN matching NaN, on a sample when given', () => {
+    const err = console.error;
+    const said: string[] = [];
+    console.error = (m: string) => { said.push(m); };
+    try {
+      expect(agrees('a', [1, 2, NaN], [1, 2, NaN])).toBe(true);
+      expect(agrees('b', [1, 2.5], [1, 2], 0.5)).toBe(true);
+      expect(agrees('c', [1, 2.5], [1, 2], 0.25)).toBe(false);
+      expect(said.pop()).toMatch(/# c: element 1 is 2.5, expected 2 \(tolerance 0.25\)/);
+      expect(agrees('d', [10, 1], [10, 2], (i: number) => (i === 1 ? 1 : 0))).toBe(true);
+      expect(agrees('e', [NaN], [0])).toBe(false);
+      expect(agrees('f', [0n, 5n], [0n, 5n])).toBe(true);
+      expect(agrees('g', [1, 2, 3], [1, 2])).toBe(false); // lengths differ
+      expect(agrees('h', [9, 2, 9], [1, 2, 3], 0, [1])).toBe(true); // only index 1 compared
+    } finally {
+      console.error = err;
+    }
+  });
+
+  it('sampleIdx spreads about count indices over [0, n) and always ends at n − 1', () => {
+    expect(sampleIdx(10, 4)).toEqual([0, 2, 4, 6, 8, 9]);
+    expect(sampleIdx(3, 100)).toEqual([0, 1, 2]);
+    expect(sampleIdx(0)).toEqual([]);
   });
 
   it('stats gives median and deciles of the samples', () => {
