@@ -15,7 +15,8 @@
 //   - I = 1 ("innermost"): each lane is one contiguous run; it is scanned 4 (or 2)
 //     elements per v128 with an in-register prefix scan (log2(L) shift+op steps) plus a
 //     broadcast carry. Floating add/mul are therefore re-associated inside each
-//     4-element block (max / min / integer ops stay exact).
+//     4-element block (max / min / integer ops stay exact); a run where that gives any
+//     ±Inf or NaN is scanned again in the sequential order (see scanRuns).
 //
 // Operations (op): 0 add, 1 mul, 2 max, 3 min, 4 logaddexp (floats only). Element types:
 // float32, float64, int32, int64 (the host runs the other integer types on the two integer
@@ -560,6 +561,7 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
       if (last != 0) store<T>(last + o * sz, c);
       continue;
     }
+    const c0 = c;
     let i: usize = 0; // elements done
     // int64 runs go one element at a time: two lanes per vector buy an in-register scan
     // nothing over a scalar add (the loop is bound by memory either way), and its code was
@@ -568,6 +570,15 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
       const L: usize = 16 / sz;
       const idv = v128.splat<T>(id);
       let cv = v128.splat<T>(c);
+      // Float add / mul re-associate inside a block, which can overflow where the sequential
+      // order does not, or not where it does: [3e38, 3e38, −3e38, −3e38] gives 3e38 + 3e38 =
+      // Inf then Inf − Inf = NaN, where the sequential sums are 3e38, Inf, Inf, Inf. nf sums
+      // the outputs: once one is ±Inf or NaN, nf is ±Inf or NaN for good (Inf + finite = Inf,
+      // Inf − Inf = NaN), and a run with a non-finite nf is scanned again sequentially below,
+      // so specials come out as the reference's (finite runs keep the re-associated sums; a
+      // sum of finite outputs that overflows only costs the run its sequential rescan).
+      const CHECK = isFloat<T>() && sizeof<O>() <= 2 && !isSigned<O>();
+      let nf = v128.splat<T>(0);
       // Two vectors per iteration: the second one's prefix is completed from the first
       // one's last lane before the carry is added, so the loop-carried chain is one op and
       // one shuffle per 2·L elements.
@@ -579,6 +590,7 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
           const p2 = vop<T, O>(t1, scanInRegister<T, O>(v128.load(xb + k, 16), idv, false));
           const q1 = vop<T, O>(cv, p1);
           const q2 = vop<T, O>(cv, p2);
+          if (CHECK) nf = v128.add<T>(nf, v128.add<T>(q1, q2));
           if (excl) {
             v128.store(yb + k, vop<T, O>(cv, shiftUp1<T>(p1, idv)));
             v128.store(yb + k, vop<T, O>(cv, shiftUp1<T>(p2, t1)), 16);
@@ -596,6 +608,7 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
           const s2 = vop<T, O>(t1, scanInRegister<T, O>(v128.load(xb + k), idv, true));
           const q1 = vop<T, O>(cv, s1);
           const q2 = vop<T, O>(cv, s2);
+          if (CHECK) nf = v128.add<T>(nf, v128.add<T>(q1, q2));
           if (excl) {
             v128.store(yb + k, vop<T, O>(cv, shiftDown1<T>(s1, idv)), 16);
             v128.store(yb + k, vop<T, O>(cv, shiftDown1<T>(s2, t1)));
@@ -607,6 +620,11 @@ function laeRun<T>(xb: usize, yb: usize, c: T, N: usize, rev: bool): T {
         }
       }
       c = v128.extract_lane<T>(cv, 0);
+      nf = v128.sub<T>(nf, nf); // NaN in a lane exactly where nf is not finite
+      if (CHECK && v128.any_true(v128.ne<T>(nf, nf))) {
+        i = 0;
+        c = c0;
+      }
     }
     for (; i < N; i++) {
       const k = (rev ? N - 1 - i : i) * sz;

@@ -260,6 +260,73 @@ describe('CumSum against the reference', () => {
     }
   });
 
+  it('innermost runs: sums and products that overflow in a block come out as the sequential order gives them (Inf stays Inf, no NaN from re-association)', async () => {
+    // The SIMD build re-associates float add / mul inside 8-element (float64: 4) blocks:
+    // [3e38, 3e38, −3e38, −3e38] gave 3e38 + 3e38 = Inf, Inf − Inf = NaN, and NaN for the
+    // rest of the run, where the sequential sums are 3e38, Inf, Inf, …; [−3e38, 3e38, 3e38,
+    // −3e38] gave an Inf where every sequential sum is finite. Each pattern is planted at
+    // every offset of runs of every tail length, forward, reverse and exclusive. Every output
+    // must be finite exactly where the sequential one is, and a non-finite one must be the
+    // sequential one (±Inf of its sign, or NaN); finite ones are the re-associated sums (a
+    // cancelling −3e38 + 3e38 may leave the 1 before it, not 0).
+    const eks = await init({ build: 'scalar' });
+    const BIG = { float32: [3e38, 1e30, 1e-30], float64: [1.7e308, 1e200, 1e-200] } as const;
+    try {
+      for (const dtype of ['float32', 'float64'] as const) {
+        const [big, huge, tiny] = BIG[dtype];
+        const fr = dtype === 'float32' ? Math.fround : (v: number) => v;
+        const patterns: [string, number[]][] = [
+          ['add', [big, big, -big, -big]],
+          ['add', [-big, big, big, -big]],
+          ['add', [big, big, -big, -big, big, -big]],
+          ['mul', [huge, huge, tiny, tiny]],
+          ['mul', [tiny, tiny, huge, huge]],
+        ];
+        for (const [op, pat] of patterns) {
+          for (const N of [8, 11, 16, 23]) {
+            for (let at = 0; at + pat.length <= N; at++) {
+              for (const reverse of [0, 1]) {
+                for (const exclusive of op === 'add' ? [0, 1] : [0]) {
+                  const x = new Array<number>(N).fill(op === 'add' ? 0.5 : 1);
+                  pat.forEach((v, j) => { x[at + j] = v; });
+                  const order = [...x.keys()].map((i) => (reverse ? N - 1 - i : i));
+                  const want = new Array<number>(N);
+                  let c = op === 'add' ? 0 : 1;
+                  for (const i of order) {
+                    const nc = fr(op === 'add' ? c + fr(x[i]) : c * fr(x[i]));
+                    want[i] = exclusive ? c : nc;
+                    c = nc;
+                  }
+                  for (const k of [ek, eks]) {
+                    const what = `${k.stats().build} ${dtype} ${op} [${pat.join(', ')}] at ${at} of ${N}, reverse ${reverse}, exclusive ${exclusive}`;
+                    let got: number[];
+                    if (op === 'add') {
+                      const [y] = k.run('CumSum', [{ dtype, shape: [N], data: x }, { dtype: 'int32', shape: [], data: [0] }], { reverse, exclusive }) as Tensor[];
+                      got = Array.from(y.data as Float32Array);
+                      y.dispose();
+                    } else {
+                      const xs = k.tensor(dtype, [N], x), c0 = k.tensor(dtype, [], [1]);
+                      const [last, ys] = k.scan(k.combine.mul, c0, xs, { dim: 0, reverse: !!reverse }) as Tensor[];
+                      got = Array.from(ys.data as Float32Array);
+                      for (const t of [xs, c0, last, ys]) t.dispose();
+                    }
+                    for (let i = 0; i < N; i++) {
+                      if (Number.isFinite(want[i])) expect(Number.isFinite(got[i]), `${what}: output ${i} is ${got[i]}, sequentially ${want[i]}`).toBe(true);
+                      else if (Number.isNaN(want[i])) expect(got[i], `${what}: output ${i}`).toBeNaN();
+                      else expect(got[i], `${what}: output ${i}`).toBe(want[i]);
+                    }
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    } finally {
+      eks.dispose();
+    }
+  });
+
   it('signed zeros: an exclusive sum starts at +0 and then keeps a -0 x[0] (ONNX reference: [0, -0, -0]), an inclusive sum of -0 stays -0', () => {
     for (const dtype of ['float32', 'float64', 'float16', 'bfloat16'] as const) {
       const negZero = dtype === 'float16' || dtype === 'bfloat16' ? 0x8000 : -0;
