@@ -194,6 +194,15 @@ let gSB: i32 = 0; // score row stride (floats)
 // (D = 128 / 256 prefill 3% / 5% slower with 64)
 let gSub: i32 = 32;
 let gSoftcap: f32 = 0;
+/**
+ * Scores × gPost in postGroup, before anything else reads them. The spec scales Q and K by
+ * √scale each before the product, so neither overflows unless its own elements times √scale
+ * do; scale · q could overflow where that does not. A scale ≤ 1 goes on Q (scale · q is no
+ * larger than q, and each product scale · q_i · k_i is the spec's); a larger one is split,
+ * √scale on Q here and √scale on the scores (a q of 1e38 with scale 10 gave NaN, the spec
+ * a finite row).
+ */
+let gPost: f32 = 1;
 let gNorm: i32 = 0;
 let gQuant: i32 = 0;
 let gQScale: f32 = 1;
@@ -555,6 +564,7 @@ function writeQkRows(g: i32, blk: usize, j0: i32, nb: i32, es: usize): void {
  */
 function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
   const es = esize(gOutT);
+  if (gPost != 1) scaleRow(blk, nbPad << 2, gPost);
   if (gQk != 0 && gQkMode == 0) writeQkRows(g, blk, j0, nb, es);
   // softcap over the whole group block (keys past a row's end are hidden below)
   const cap = gSoftcap;
@@ -1344,7 +1354,12 @@ export function attention(params: usize): void {
   const dt = pi(params, P_DTYPES);
   const qt = dt & 15, ot = (dt >> 12) & 15;
   gOutT = ot;
-  const scale = pf(params, P_SCALE);
+  let scale = pf(params, P_SCALE);
+  gPost = 1;
+  if (scale > 1) {
+    scale = sqrt<f32>(scale);
+    gPost = scale;
+  }
   gSoftcap = pf(params, P_SOFTCAP);
   const mask = <usize>pi(params, P_MASK);
   const mB = pi(params, P_MB), mH = pi(params, P_MH), mI = pi(params, P_MI), mLen = pi(params, P_MLEN);

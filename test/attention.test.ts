@@ -691,6 +691,48 @@ describe('softcap below 2^-126 (its reciprocal is not finite)', () => {
   }
 });
 
+describe('a scale above 1 is applied as the spec applies it: √scale on Q and on K', () => {
+  // Q·scale overflowed (1e38 · 10) where the spec's √scale·Q (3.2e38) and √scale·K do not:
+  // NaN on every path but the one-row decode kernel, which multiplies the dot product.
+  // Key 0's score is 1e34, so the row is V's row 0. TRT_QuantizedAttention takes the
+  // same kernel and scale handling (its scale is TRT_Attention's, 1 unless given).
+  const cases: [string, number[], number[], Record<string, unknown>, boolean][] = [
+    ['one row, no mask (the row-decode kernel)', [1, 1, 1, 2], [1, 1, 1, 2], {}, false],
+    ['an all-zero float mask', [1, 1, 1, 2], [1, 1, 1, 2], {}, true],
+    ['is_causal', [1, 1, 1, 2], [1, 1, 1, 2], { is_causal: 1 }, false],
+    ['two query rows', [1, 1, 2, 2], [1, 1, 2, 2], {}, false],
+    ['two query heads on one KV head (GQA)', [1, 2, 1, 2], [1, 2, 1, 2], {}, false],
+    ['qk_matmul_output mode 0', [1, 1, 1, 2], [1, 1, 1, 2], { qk_matmul_output_mode: 0 }, false],
+  ];
+  for (const build of ['simd', 'scalar'] as const) {
+    for (const [label, qShape, outShape, attrs, masked] of cases) {
+      it(`q = 1e38, scale 10: ${label} (${build} build)`, () => {
+        const e = build === 'simd' ? ek : eks;
+        const n = qShape.reduce((a, b) => a * b, 1);
+        const Q = e.tensor('float32', qShape, Array.from({ length: n }, (_, i) => (i % 2 === 0 ? 1e38 : 0)));
+        const K = e.tensor('float32', [1, 1, 4, 2], [1e-5, 0, 0, 0, 0, 1, 0, -1]);
+        const V = e.tensor('float32', [1, 1, 4, 2], [1, 2, 3, 4, 5, 6, 7, 8]);
+        const M = masked ? e.tensor('float32', [1, 4], [0, 0, 0, 0]) : null;
+        const qk = 'qk_matmul_output_mode' in attrs;
+        const outs = e.run('Attention', [Q, K, V, M], { scale: 10, ...attrs }, { outputs: [true, null, null, qk] }) as (Tensor | null)[];
+        try {
+          const y = Array.from(outs[0]!.data as Float32Array);
+          expect(outs[0]!.shape).toEqual(outShape);
+          expect(y).toEqual(Array.from({ length: y.length }, (_, i) => (i % 2 === 0 ? 1 : 2)));
+          // scaled scores: 1e38 · 1e-5 · 10 = 1e34 for key 0 (to float32 rounding), then 0, 0, 0
+          if (qk) {
+            const s = Array.from(outs[3]!.data as Float32Array);
+            expect(Math.abs(s[0] / Math.fround(1e34) - 1)).toBeLessThan(1e-6);
+            expect(s.slice(1)).toEqual([0, 0, 0]);
+          }
+        } finally {
+          for (const x of [Q, K, V, M, ...outs]) x?.dispose();
+        }
+      });
+    }
+  }
+});
+
 describe('softcap of a NaN score is NaN', () => {
   // the scalar build's tanh clamped its argument to 9 before the exponential, which turned a
   // NaN into 1 (capped score = softcap, a finite output); the SIMD build's pmin keeps it
