@@ -549,10 +549,14 @@ function scoresBlock<KT, SP>(kRow: usize, kStride: usize, nb: i32, nR4: i32, sOf
 function writeQkRows(g: i32, blk: usize, j0: i32, nb: i32, es: usize): void {
   for (let r = g; r < g + 4; r++) {
     const qkRow = load<usize>(sQkRow + (<usize>r << 2));
-    if (qkRow == 0) continue;
-    const sr = blk + (<usize>(r & 3) << 2);
-    for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
+    if (qkRow != 0) writeQkRow(qkRow + <usize>j0 * es, blk + (<usize>(r & 3) << 2), nb);
   }
+}
+
+/** n scores of one row of a group block (at sr, sr + 16, …) into a qk row at dst (gOutT). */
+function writeQkRow(dst: usize, sr: usize, n: i32): void {
+  const es = esize(gOutT);
+  for (let jj = 0; jj < n; jj++) stAny(dst + <usize>jj * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
 }
 
 /**
@@ -606,11 +610,9 @@ function postGroup(g: i32, blk: usize, j0: i32, nb: i32, nbPad: i32): void {
     // keys before a sliding window's start (after the mask: −∞ + a mask's +∞ would be NaN)
     const st = min(nb, load<i32>(sStart + (<usize>r << 2)) - j0);
     for (let jj = 0; jj < st; jj++) store<f32>(sr + (<usize>jj << 4), NEG_INF);
-    if (gQk != 0 && gQkMode == 2) {
-      const qkRow = load<usize>(sQkRow + (<usize>r << 2));
-      if (qkRow != 0) for (let jj = 0; jj < nb; jj++) stAny(qkRow + <usize>(j0 + jj) * es, gOutT, load<f32>(sr + (<usize>jj << 4)));
-    }
   }
+  // (each row's scores are final here: the loop above leaves the other rows' lanes alone)
+  if (gQk != 0 && gQkMode == 2) writeQkRows(g, blk, j0, nb, es);
 }
 
 /** p_j ← p_j · c over n floats. */
@@ -1272,11 +1274,9 @@ function runTile(kRow: usize, kStride: usize, vRow: usize, vStride: usize, nRows
       if (gNorm == 1) unhideRow(g, blk, endPad << 2);
       else softmaxFull(g, blk, endPad);
       if (gQk != 0 && gQkMode == 3) {
-        const es = esize(gOutT);
         for (let r = g; r < min(g + 4, nRows); r++) {
           const qkRow = load<usize>(sQkRow + (<usize>r << 2));
-          const sr = blk + (<usize>(r & 3) << 2);
-          for (let j = 0; j < tileEnd; j++) stAny(qkRow + <usize>j * es, gOutT, load<f32>(sr + (<usize>j << 4)));
+          writeQkRow(qkRow, blk + (<usize>(r & 3) << 2), tileEnd);
         }
       }
       if (gQuant != 0) quantizeRow(blk, endPad << 2);

@@ -393,8 +393,9 @@ function laeF64x2Call(a: v128, b: v128): v128 {
 
 // ---- generic drivers ---------------------------------------------------------------
 
-/** dst[i] = op(a[i], b[i]) for i < n; a == 0 means a copy of b (op(identity, b) == b). */
-@inline function rowOp<T, O>(dst: usize, a: usize, b: usize, n: usize): void {
+/** dst[i] = op(a[i], b[i]) for i < n; a == 0 means a copy of b (op(identity, b) == b).
+ *  small: logaddexp as a call (vopSmall; the same bits), for a row done once per lane group. */
+@inline function rowOp<T, O>(dst: usize, a: usize, b: usize, n: usize, small: bool = false): void {
   if (a == 0) {
     memory.copy(dst, b, n * sizeof<T>());
     return;
@@ -404,7 +405,8 @@ function laeF64x2Call(a: v128, b: v128): v128 {
     const L: usize = 16 / sizeof<T>();
     for (; i + L <= n; i += L) {
       const k = i * sizeof<T>();
-      v128.store(dst + k, vop<T, O>(v128.load(a + k), v128.load(b + k)));
+      const va = v128.load(a + k), vb = v128.load(b + k);
+      v128.store(dst + k, small ? vopSmall<T, O>(va, vb) : vop<T, O>(va, vb));
     }
   }
   for (; i < n; i++) {
@@ -451,7 +453,7 @@ function laeF64x2Call(a: v128, b: v128): v128 {
         if (ib != 0) memory.copy(lt, ib, rowBytes);
         else fillRow<T>(lt, id, I);
       } else if (excl) {
-        rowOp<T, O>(lt, carry, prevX, I);
+        rowOp<T, O>(lt, carry, prevX, I, true);
       } else {
         memory.copy(lt, prevY, rowBytes);
       }
@@ -1298,11 +1300,13 @@ export function scanHalf(x: usize, y: usize, init: usize, last: usize, carry: us
         const r0 = rev ? n - c0 - m : c0;
         const off = (o * n + r0) * l * 2, cnt = m * l;
         halvesToF32(x + off, buf, cnt, b16);
+        // (SIMD builds reach the scalar calls with l = 1 only: the literal drops halfChunk's
+        // loop over l lanes, and halfChunk<OpAdd>, from them)
         if (ASC_FEATURE_SIMD && l > 1) {
           if (op != 0) halfChunkV<OpRt>(op, buf, carry, m, l, rev, excl, b16);
           else halfAddChunkV(buf, carry, m, l, rev, excl, b16);
-        } else if (op != 0) halfChunk<OpRt>(op, buf, carry, m, l, rev, excl, b16);
-        else if (l == 1) halfAddRun(buf, carry, m, rev, excl, b16);
+        } else if (op != 0) halfChunk<OpRt>(op, buf, carry, m, ASC_FEATURE_SIMD ? 1 : l, rev, excl, b16);
+        else if (ASC_FEATURE_SIMD || l == 1) halfAddRun(buf, carry, m, rev, excl, b16);
         else halfChunk<OpAdd>(op, buf, carry, m, l, rev, excl, b16);
         f32ToHalves(buf, y + off, cnt, b16);
       }
